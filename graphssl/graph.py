@@ -1,0 +1,512 @@
+"""Similarity graphs as JAX pytrees: builders, weight schemes, Laplacians, conversions.
+
+A :class:`Graph` is an edge list ``(senders, receivers, weights)`` over ``n_nodes`` nodes.
+Undirected graphs store both directions of every edge, sorted by ``(senders, receivers)``,
+without self-loops, so memory is O(n k) for a k-nearest-neighbour graph.
+
+Weight schemes (all return ``w_ij`` from distances ``d_ij``):
+
+* Gaussian ``exp(-d^2 / (2 sigma^2))`` (Bergamim & Breve Eq. 6), ``sigma`` given, or
+  ``sigma = (1 / 3N) sum_i d_{i,k(i)}`` (Bergamim & Breve Eq. 7, ``sigma="kth_over_3"``);
+* Walder's ``exp(-omega d^2)`` with ``omega = 1 / mean squared pairwise distance``
+  (``sigma="walder"``; Walder Sec. 2 and Sec. 5 — the paper's "omega set to the mean squared
+  distance" read as the inverse, so that the exponent is scale-free);
+* cosine ``exp(-(1 - cos(x_i, x_j)) / t)`` for text (``weight="cosine"``);
+* per-dimension length scales ``exp(alpha_0 - sum_d (x_i^d - x_j^d)^2 / exp(alpha_d))``
+  (Zhu & Ghahramani Eq. 39, :func:`length_scale_weights`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from graphssl.validation import check_features, check_k
+
+__all__ = [
+    "Graph",
+    "knn_search",
+    "knn_graph",
+    "epsilon_graph",
+    "dense_graph",
+    "gaussian_weights",
+    "sigma_kth_neighbor",
+    "walder_omega",
+    "length_scale_weights",
+    "symmetrize",
+    "row_normalize",
+    "laplacian",
+    "heat_kernel",
+    "connected_components",
+    "propagate",
+]
+
+_EXACT_BRUTE_FORCE_MAX_N = 20_000
+_KDTREE_MAX_DIM = 20
+_BLOCK_BYTES = 64 * 2**20
+
+
+@dataclasses.dataclass(frozen=True)
+class Graph:
+    """Weighted graph as a JAX pytree (data: senders, receivers, weights; static: n_nodes).
+
+    Shapes: ``senders: int32[E]``, ``receivers: int32[E]``, ``weights: float[E]``. Undirected
+    graphs hold each edge in both directions. Build with the functions of this module or
+    :meth:`from_scipy` / :meth:`from_networkx`.
+    """
+
+    senders: jax.Array
+    receivers: jax.Array
+    weights: jax.Array
+    n_nodes: int = dataclasses.field(metadata=dict(static=True))
+
+    @property
+    def n_edges(self) -> int:
+        """Number of stored (directed) edges E."""
+        return int(self.senders.shape[0])
+
+    def degrees(self) -> jax.Array:
+        """Weighted out-degrees d_i = sum_j W_ij, shape [n]."""
+        return jax.ops.segment_sum(self.weights, self.senders, num_segments=self.n_nodes)
+
+    def to_scipy(self) -> sp.csr_matrix:
+        """The weight matrix W as ``scipy.sparse.csr_matrix`` (n x n)."""
+        return sp.csr_matrix(
+            (np.asarray(self.weights), (np.asarray(self.senders), np.asarray(self.receivers))),
+            shape=(self.n_nodes, self.n_nodes),
+        )
+
+    @classmethod
+    def from_scipy(cls, matrix, *, dtype=None) -> Graph:
+        """Graph from a sparse or dense n x n weight matrix; the diagonal is dropped."""
+        matrix = sp.csr_matrix(matrix)
+        if matrix.shape[0] != matrix.shape[1]:
+            raise ValueError(
+                f"matrix: expected a square n x n weight matrix, got shape {matrix.shape}"
+            )
+        matrix.setdiag(0)
+        matrix.eliminate_zeros()
+        coo = matrix.tocoo()
+        order = np.lexsort((coo.col, coo.row))
+        if np.any(~np.isfinite(coo.data)) or np.any(coo.data < 0):
+            raise ValueError("matrix: weights must be finite and non-negative")
+        weights = coo.data[order]
+        if dtype is not None:
+            weights = weights.astype(dtype)
+        return cls(
+            senders=jnp.asarray(coo.row[order], dtype=jnp.int32),
+            receivers=jnp.asarray(coo.col[order], dtype=jnp.int32),
+            weights=jnp.asarray(weights),
+            n_nodes=int(matrix.shape[0]),
+        )
+
+    def to_networkx(self):
+        """An undirected ``networkx.Graph`` (or DiGraph if not symmetric) with ``weight`` data."""
+        import networkx as nx
+
+        create_using = nx.Graph if self.is_symmetric() else nx.DiGraph
+        graph = nx.from_scipy_sparse_array(self.to_scipy(), create_using=create_using)
+        return graph
+
+    @classmethod
+    def from_networkx(cls, graph, *, weight: str = "weight", nodelist=None) -> Graph:
+        """Graph from a networkx graph; missing edge weights count as 1."""
+        import networkx as nx
+
+        matrix = nx.to_scipy_sparse_array(graph, nodelist=nodelist, weight=weight, format="csr")
+        return cls.from_scipy(matrix)
+
+    def is_symmetric(self, *, rtol: float = 1e-6) -> bool:
+        """True when W equals its transpose (to ``rtol``)."""
+        matrix = self.to_scipy()
+        difference = abs(matrix - matrix.T)
+        scale = abs(matrix).max() if matrix.nnz else 0.0
+        return bool(difference.nnz == 0 or difference.max() <= rtol * max(scale, 1e-300))
+
+    def padded_neighbors(self) -> tuple[jax.Array, jax.Array]:
+        """Neighbour table for per-node gathers.
+
+        Returns ``(neighbor_index int32[n, d_max], neighbor_weight float[n, d_max])``; rows
+        shorter than the maximum out-degree are padded with the node's own index and weight 0,
+        so ``sum_d neighbor_weight[i, d] * f(x[neighbor_index[i, d]])`` is the weighted sum over
+        neighbours of node i.
+        """
+        senders = np.asarray(self.senders)
+        counts = np.bincount(senders, minlength=self.n_nodes)
+        d_max = max(int(counts.max()) if counts.size else 0, 1)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        slot = np.arange(senders.size) - np.repeat(starts, counts)
+        index = np.repeat(np.arange(self.n_nodes, dtype=np.int32)[:, None], d_max, axis=1)
+        weight = np.zeros((self.n_nodes, d_max), dtype=np.asarray(self.weights).dtype)
+        index[senders, slot] = np.asarray(self.receivers)
+        weight[senders, slot] = np.asarray(self.weights)
+        return jnp.asarray(index), jnp.asarray(weight)
+
+
+jax.tree_util.register_dataclass(
+    Graph, data_fields=["senders", "receivers", "weights"], meta_fields=["n_nodes"]
+)
+
+
+# ----------------------------------------------------------------------------- neighbours
+
+
+def _squared_norms(X: np.ndarray) -> np.ndarray:
+    return np.einsum("ij,ij->i", X, X)
+
+
+def _brute_force_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact kNN by blocked distance computation: never more than a block x n array."""
+    n = X.shape[0]
+    norms = _squared_norms(X)
+    block = max(1, min(n, _BLOCK_BYTES // (8 * max(n, 1))))
+    indices = np.empty((n, k), dtype=np.int64)
+    distances = np.empty((n, k), dtype=np.float64)
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        sq = norms[start:stop, None] + norms[None, :] - 2.0 * (X[start:stop] @ X.T)
+        np.maximum(sq, 0.0, out=sq)
+        rows = np.arange(stop - start)
+        sq[rows, rows + start] = np.inf
+        part = np.argpartition(sq, k - 1, axis=1)[:, :k]
+        part_sq = np.take_along_axis(sq, part, axis=1)
+        order = np.argsort(part_sq, axis=1, kind="stable")
+        indices[start:stop] = np.take_along_axis(part, order, axis=1)
+        distances[start:stop] = np.sqrt(np.take_along_axis(part_sq, order, axis=1))
+    return indices, distances
+
+
+def _kdtree_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.spatial import cKDTree
+
+    distances, indices = cKDTree(X).query(X, k=k + 1, workers=-1)
+    return _drop_self(indices, distances, k)
+
+
+def _drop_self(indices: np.ndarray, distances: np.ndarray, k: int):
+    """Remove each query's own index from k+1 returned neighbours (ties with duplicates)."""
+    n = indices.shape[0]
+    is_self = indices == np.arange(n)[:, None]
+    has_self = is_self.any(axis=1)
+    # rows without self (duplicates pushed it out): drop the last column instead
+    is_self[~has_self, -1] = True
+    keep = ~is_self
+    return indices[keep].reshape(n, k), distances[keep].reshape(n, k)
+
+
+def _nndescent_knn(X: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    from pynndescent import NNDescent
+
+    index = NNDescent(X, n_neighbors=k + 1, random_state=seed, n_jobs=-1)
+    indices, distances = index.neighbor_graph
+    return _drop_self(indices, distances, k)
+
+
+def knn_search(X, k: int, *, method: str = "auto", seed: int = 0):
+    """k nearest neighbours of every row of ``X`` (Euclidean), the point itself excluded.
+
+    Args:
+      X: float[n, d] features.
+      k: neighbours per point, ``1 <= k < n``.
+      method: ``"brute"`` (exact, blocked: memory O(block x n), never n x n), ``"kdtree"``
+        (exact, scipy cKDTree; fast for d <= 20), ``"nndescent"`` (approximate, pynndescent;
+        for n >= 10^5 in high dimension) or ``"auto"`` (kdtree for d <= 20, brute up to
+        n = 20000, nndescent above).
+      seed: seed of the approximate method.
+
+    Returns:
+      ``(indices int64[n, k], distances float64[n, k])``, each row sorted by distance.
+    """
+    X = check_features(X)
+    n, d = X.shape
+    k = check_k(k, n)
+    if method == "auto":
+        if d <= _KDTREE_MAX_DIM:
+            method = "kdtree"
+        elif n <= _EXACT_BRUTE_FORCE_MAX_N:
+            method = "brute"
+        else:
+            method = "nndescent"
+    X64 = np.asarray(X, dtype=np.float64)
+    if method == "brute":
+        return _brute_force_knn(X64, k)
+    if method == "kdtree":
+        return _kdtree_knn(X64, k)
+    if method == "nndescent":
+        return _nndescent_knn(np.asarray(X, dtype=np.float32), k, seed)
+    raise ValueError(
+        f"method: unknown kNN method {method!r}; use 'auto', 'brute', 'kdtree' or 'nndescent'"
+    )
+
+
+# ----------------------------------------------------------------------------- weights
+
+
+def gaussian_weights(sq_dist, sigma):
+    """Gaussian weights ``exp(-d^2 / (2 sigma^2))`` (Bergamim & Breve Eq. 6)."""
+    if not np.all(np.asarray(sigma) > 0):
+        raise ValueError(f"sigma: the Gaussian width must be positive, got {sigma}")
+    return np.exp(-np.asarray(sq_dist) / (2.0 * np.asarray(sigma) ** 2))
+
+
+def sigma_kth_neighbor(distances) -> float:
+    """``sigma = (1 / 3N) sum_i d_{i,k(i)}``: mean distance to the k-th neighbour over 3.
+
+    Bergamim & Breve Eq. 7; ``distances`` is the ``[n, k]`` output of :func:`knn_search`.
+    """
+    sigma = float(np.mean(np.asarray(distances)[:, -1]) / 3.0)
+    if sigma <= 0:
+        raise ValueError(
+            "X: every point's k-th neighbour is at distance 0 (duplicate points); "
+            "remove duplicates or increase k"
+        )
+    return sigma
+
+
+def walder_omega(X) -> float:
+    """``omega = 1 / mean squared distance over all pairs i != j`` in O(n d), no n x n array.
+
+    Uses ``sum_{i,j} ||x_i - x_j||^2 = 2 n sum_i ||x_i||^2 - 2 ||sum_i x_i||^2`` (Walder Sec. 5).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    total = 2.0 * n * _squared_norms(X).sum() - 2.0 * np.sum(X.sum(axis=0) ** 2)
+    mean_sq = total / (n * (n - 1))
+    if mean_sq <= 0:
+        raise ValueError("X: all points coincide; the graph weights are undefined")
+    return float(1.0 / mean_sq)
+
+
+def length_scale_weights(X, senders, receivers, alpha0, log_length_scales):
+    """Per-dimension length-scale weights (Zhu & Ghahramani Eq. 39), in JAX.
+
+    ``A_ij = exp(alpha_0 - sum_d (x_i^d - x_j^d)^2 / exp(alpha_d))``; ``alpha0`` is alpha_0 and
+    ``log_length_scales[d]`` is alpha_d. Differentiable in both.
+    """
+    X = jnp.asarray(X)
+    diff = X[senders] - X[receivers]
+    return jnp.exp(alpha0 - jnp.sum(diff**2 * jnp.exp(-jnp.asarray(log_length_scales)), axis=-1))
+
+
+def _cosine_similarity_rows(X, rows, cols):
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.sqrt(_squared_norms(X))
+    norms[norms == 0] = 1.0
+    return np.einsum("ij,ij->i", X[rows], X[cols]) / (norms[rows] * norms[cols])
+
+
+def _edge_weights(X, rows, cols, distances, weight, sigma, t, knn_distances=None):
+    """Weights of the edges ``rows -> cols`` with Euclidean ``distances`` under a scheme."""
+    if weight == "binary":
+        return np.ones_like(distances)
+    if weight == "distance":
+        return distances.copy()
+    if weight == "cosine":
+        return np.exp(-(1.0 - _cosine_similarity_rows(X, rows, cols)) / t)
+    if weight != "gaussian":
+        raise ValueError(
+            f"weight: unknown scheme {weight!r}; use 'gaussian', 'binary', 'distance' or 'cosine'"
+        )
+    sq = distances**2
+    if sigma is None or sigma == "kth_over_3":
+        if knn_distances is None:
+            raise ValueError("sigma: 'kth_over_3' needs a kNN graph; give sigma as a number")
+        return gaussian_weights(sq, sigma_kth_neighbor(knn_distances))
+    if sigma == "walder":
+        return np.exp(-walder_omega(X) * sq)
+    if isinstance(sigma, str):
+        raise ValueError(
+            f"sigma: unknown rule {sigma!r}; use a positive number, 'kth_over_3' or 'walder'"
+        )
+    return gaussian_weights(sq, float(sigma))
+
+
+def _check_duplicates(distances, on_duplicates):
+    if on_duplicates == "ignore":
+        return
+    if on_duplicates != "raise":
+        raise ValueError("on_duplicates: use 'raise' or 'ignore'")
+    n_zero = int(np.sum(distances[:, 0] == 0))
+    if n_zero:
+        raise ValueError(
+            f"X: {n_zero} points have an exact duplicate (distance 0); remove duplicates "
+            "(e.g. np.unique(X, axis=0)) or pass on_duplicates='ignore'"
+        )
+
+
+# ----------------------------------------------------------------------------- builders
+
+
+def _from_coo(rows, cols, vals, n) -> Graph:
+    matrix = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    matrix.sum_duplicates()
+    return Graph.from_scipy(matrix)
+
+
+def knn_graph(
+    X,
+    k: int,
+    *,
+    symmetrize: str | None = "max",
+    weight: str = "gaussian",
+    sigma=None,
+    t: float = 1.0,
+    method: str = "auto",
+    on_duplicates: str = "raise",
+    seed: int = 0,
+) -> Graph:
+    """k-nearest-neighbour graph.
+
+    Args:
+      X: float[n, d] features (dense).
+      k: neighbours per point (k < n).
+      symmetrize: ``"max"`` (edge if i in kNN(j) or j in kNN(i)), ``"min"`` (mutual kNN,
+        Bergamim & Breve Eq. 8), ``"mean"`` ((W + W^T) / 2) or ``None`` (directed kNN).
+      weight: ``"gaussian"`` (see ``sigma``), ``"binary"``, ``"distance"`` or ``"cosine"``
+        (``exp(-(1 - cos) / t)``).
+      sigma: Gaussian width: a number, ``"kth_over_3"`` / ``None`` (Bergamim & Breve Eq. 7)
+        or ``"walder"`` (``exp(-omega d^2)``, omega = 1 / mean squared distance).
+      method: neighbour search, see :func:`knn_search`.
+      on_duplicates: ``"raise"`` (default) or ``"ignore"`` for exact duplicate points.
+    """
+    indices, distances = knn_search(X, k, method=method, seed=seed)
+    _check_duplicates(distances, on_duplicates)
+    n = indices.shape[0]
+    rows = np.repeat(np.arange(n), indices.shape[1])
+    cols = indices.ravel()
+    vals = _edge_weights(X, rows, cols, distances.ravel(), weight, sigma, t, distances)
+    # keep exact zeros as tiny positive weights so that sparsity does not lose the edge
+    vals = np.maximum(vals, np.finfo(np.float64).tiny)
+    directed = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    return Graph.from_scipy(_symmetrized_matrix(directed, symmetrize))
+
+
+def epsilon_graph(X, eps: float, *, weight: str = "gaussian", sigma=1.0, t: float = 1.0) -> Graph:
+    """Epsilon (delta) graph: an edge between every pair at distance <= ``eps``.
+
+    Uses a KD-tree pair query, so memory is O(number of edges).
+    """
+    from scipy.spatial import cKDTree
+
+    X = check_features(X)
+    if not eps > 0:
+        raise ValueError(f"eps: the radius must be positive, got {eps}")
+    pairs = cKDTree(np.asarray(X, np.float64)).query_pairs(r=eps, output_type="ndarray")
+    if pairs.size == 0:
+        warnings.warn(
+            f"epsilon_graph: no pair of points is within eps={eps}; the graph is empty",
+            stacklevel=2,
+        )
+    rows = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    cols = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    dist = np.linalg.norm(np.asarray(X, np.float64)[rows] - np.asarray(X, np.float64)[cols], axis=1)
+    if sigma in (None, "kth_over_3"):
+        raise ValueError("sigma: give a number or 'walder' for an epsilon graph")
+    vals = _edge_weights(X, rows, cols, dist, weight, sigma, t)
+    return _from_coo(rows, cols, np.maximum(vals, np.finfo(np.float64).tiny), X.shape[0])
+
+
+def dense_graph(X, *, weight: str = "gaussian", sigma=1.0, t: float = 1.0) -> Graph:
+    """Fully connected graph (Zhu & Ghahramani's basic Boltzmann machine); O(n^2) memory."""
+    X = check_features(X)
+    n = X.shape[0]
+    if n > 20_000:
+        raise ValueError(f"X: a dense graph on n={n} points has n^2 edges; use knn_graph")
+    rows, cols = np.nonzero(~np.eye(n, dtype=bool))
+    Xd = np.asarray(X, np.float64)
+    dist = np.linalg.norm(Xd[rows] - Xd[cols], axis=1)
+    if sigma in (None, "kth_over_3"):
+        raise ValueError("sigma: give a number or 'walder' for a dense graph")
+    vals = _edge_weights(X, rows, cols, dist, weight, sigma, t)
+    return _from_coo(rows, cols, np.maximum(vals, np.finfo(np.float64).tiny), n)
+
+
+def _symmetrized_matrix(matrix: sp.csr_matrix, mode: str | None) -> sp.csr_matrix:
+    if mode is None:
+        return matrix
+    if mode == "max":
+        return matrix.maximum(matrix.T).tocsr()
+    if mode == "min":
+        return matrix.minimum(matrix.T).tocsr()
+    if mode == "mean":
+        return ((matrix + matrix.T) * 0.5).tocsr()
+    raise ValueError(f"symmetrize: unknown mode {mode!r}; use 'max', 'min', 'mean' or None")
+
+
+def symmetrize(graph: Graph, mode: str = "max") -> Graph:
+    """Symmetrise W: ``"max"`` (union), ``"min"`` (mutual edges only), ``"mean"``."""
+    return Graph.from_scipy(_symmetrized_matrix(graph.to_scipy(), mode))
+
+
+def row_normalize(graph: Graph) -> Graph:
+    """``P_ij = W_ij / sum_j W_ij`` (Bergamim & Breve Eq. 9); the result is directed.
+
+    Rows of isolated nodes stay zero.
+    """
+    degrees = graph.degrees()
+    safe = jnp.where(degrees > 0, degrees, 1.0)
+    return dataclasses.replace(graph, weights=graph.weights / safe[graph.senders])
+
+
+# ----------------------------------------------------------------------------- operators
+
+
+def laplacian(graph: Graph, kind: str = "combinatorial") -> sp.csr_matrix:
+    """Graph Laplacian as ``scipy.sparse.csr_matrix``.
+
+    ``"combinatorial"``: L = D - W; ``"symmetric"``: I - D^-1/2 W D^-1/2;
+    ``"random_walk"``: I - D^-1 W. Isolated nodes get a zero row (symmetric/random walk: 0 on
+    the diagonal too, so their row is empty).
+    """
+    W = graph.to_scipy()
+    degrees = np.asarray(W.sum(axis=1)).ravel()
+    if kind == "combinatorial":
+        return (sp.diags(degrees) - W).tocsr()
+    with np.errstate(divide="ignore"):
+        inv = np.where(degrees > 0, 1.0 / degrees, 0.0)
+    identity = sp.diags((degrees > 0).astype(W.dtype))
+    if kind == "symmetric":
+        scale = sp.diags(np.sqrt(inv))
+        return (identity - scale @ W @ scale).tocsr()
+    if kind == "random_walk":
+        return (identity - sp.diags(inv) @ W).tocsr()
+    raise ValueError(
+        f"kind: unknown Laplacian {kind!r}; use 'combinatorial', 'symmetric' or 'random_walk'"
+    )
+
+
+def heat_kernel(graph: Graph, tau: float, kind: str = "symmetric") -> np.ndarray:
+    """Dense heat kernel ``K_tau = exp(-tau L / 2)`` by eigendecomposition (Walder Sec. 2.4).
+
+    For n up to a few thousand (O(n^2) memory, O(n^3) time). ``kind`` picks the Laplacian
+    (Walder uses the normalised one).
+    """
+    if graph.n_nodes > 10_000:
+        raise ValueError(
+            f"graph: the dense heat kernel of n={graph.n_nodes} nodes needs n^2 memory; "
+            "use n <= 10000"
+        )
+    if not tau >= 0:
+        raise ValueError(f"tau: the diffusion time must be non-negative, got {tau}")
+    L = laplacian(symmetrize(graph, "mean") if not graph.is_symmetric() else graph, kind)
+    eigenvalues, eigenvectors = np.linalg.eigh(L.toarray())
+    return (eigenvectors * np.exp(-0.5 * tau * eigenvalues)) @ eigenvectors.T
+
+
+def connected_components(graph: Graph) -> tuple[int, np.ndarray]:
+    """``(n_components, component_of_node int[n])`` of the undirected graph (weak components)."""
+    n_components, labels = csgraph.connected_components(graph.to_scipy(), directed=False)
+    return int(n_components), labels
+
+
+def propagate(graph: Graph, x: jax.Array) -> jax.Array:
+    """``(W x)_i = sum_j W_ij x_j`` by segment_sum; ``x`` is ``[n]`` or ``[n, c]``."""
+    messages = graph.weights.reshape((-1,) + (1,) * (x.ndim - 1)) * x[graph.receivers]
+    return jax.ops.segment_sum(messages, graph.senders, num_segments=graph.n_nodes)
+

@@ -1,0 +1,1 @@
+"""Inference: samplers and optimisers that know a model only through its protocol."""

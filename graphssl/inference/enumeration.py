@@ -1,0 +1,207 @@
+"""Exact enumeration of small label models (Zhu & Ghahramani 2002, Sec. 3.1).
+
+Every configuration ``Y`` consistent with the clamped labels is visited once: the
+``q ** n_free`` configurations are indexed by integers whose base-``q`` digits are the free
+nodes' labels, evaluated in fixed-size blocks (``vmap`` of ``model.energy`` inside a
+``lax.scan`` over blocks) and folded into streaming log-sum-exp accumulators, so memory
+stays ``O(block_size * n)`` however many configurations there are.
+
+Paper symbols -> arguments: ``P(Y) = exp(-E(Y)) / Z`` with ``E = model.energy``; the
+clamped phase ``<.>_c`` is ``model`` itself (nodes with ``model.observed`` hold
+``model.labels``), the unclamped phase ``<.>_u`` is ``model.unclamped()``.
+
+The model is used only through the protocol of CONTRIBUTING.md: ``n_nodes``, ``n_classes``,
+``observed``, ``labels`` and ``energy(labels)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = [
+    "ExactResult",
+    "enumerate_model",
+    "enumerate_configurations",
+    "exact_log_partition",
+    "exact_marginals",
+    "exact_expectation",
+    "exact_map",
+]
+
+DEFAULT_MAX_CONFIGURATIONS = 2**24
+
+
+class ExactResult(NamedTuple):
+    """Exact quantities of ``p(Y) ∝ exp(-E(Y))`` restricted to the clamped labels.
+
+    Attributes:
+      log_partition: ``log Z = log sum_Y exp(-E(Y))`` over consistent configurations.
+      marginals: ``float[n, q]`` exact per-node marginals ``P(y_i = c)`` (one-hot rows at
+        clamped nodes).
+      map_labels: ``int32[n]`` the most probable configuration (lowest energy; first in
+        enumeration order on ties).
+      map_energy: its energy.
+      expectation: ``E_p[fn(Y)]`` (same pytree as ``fn``'s output) or ``None``.
+      n_configurations: number of configurations summed (``q ** n_free``).
+    """
+
+    log_partition: jax.Array
+    marginals: jax.Array
+    map_labels: jax.Array
+    map_energy: jax.Array
+    expectation: Any
+    n_configurations: int
+
+
+def _free_nodes(model) -> np.ndarray:
+    observed = np.asarray(model.observed, dtype=bool)
+    if observed.shape != (model.n_nodes,):
+        raise ValueError(
+            f"model.observed must have shape ({model.n_nodes},), got {observed.shape}; "
+            "build the model with one observed flag per node"
+        )
+    return np.flatnonzero(~observed).astype(np.int32)
+
+
+def _check_size(n_free: int, q: int, max_configurations: int) -> int:
+    count = int(q) ** int(n_free)
+    if count > max_configurations:
+        raise ValueError(
+            f"enumeration needs q**n_free = {q}**{n_free} = {count} configurations, more "
+            f"than max_configurations={max_configurations}; clamp more nodes, use a smaller "
+            "graph, or raise max_configurations"
+        )
+    return count
+
+
+def _base_labels(model) -> jax.Array:
+    observed = jnp.asarray(model.observed, dtype=bool)
+    return jnp.where(observed, jnp.asarray(model.labels, dtype=jnp.int32), 0)
+
+
+def _decode(index: jax.Array, base: jax.Array, free: jax.Array, q: int) -> jax.Array:
+    """Configuration number ``index`` -> labels: free node ``free[k]`` gets digit k."""
+    powers = jnp.asarray(q, jnp.int64 if jax.config.jax_enable_x64 else jnp.int32) ** (
+        jnp.arange(free.shape[0])
+    )
+    digits = (index // powers) % q
+    return base.at[free].set(digits.astype(jnp.int32))
+
+
+def enumerate_configurations(model, max_configurations: int = 2**20) -> jax.Array:
+    """All ``q ** n_free`` consistent configurations as ``int32[M, n]`` (small models only)."""
+    free = _free_nodes(model)
+    q = int(model.n_classes)
+    count = _check_size(free.size, q, max_configurations)
+    base = _base_labels(model)
+    return jax.vmap(lambda i: _decode(i, base, jnp.asarray(free), q))(jnp.arange(count))
+
+
+def _zeros_like_output(fn, labels):
+    shapes = jax.eval_shape(fn, labels)
+    return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, jnp.result_type(s.dtype, float)), shapes)
+
+
+def enumerate_model(
+    model,
+    fn: Callable[[jax.Array], Any] | None = None,
+    *,
+    block_size: int = 4096,
+    max_configurations: int = DEFAULT_MAX_CONFIGURATIONS,
+) -> ExactResult:
+    """Exact log-partition, marginals, MAP and ``E[fn(Y)]`` by full enumeration.
+
+    Args:
+      model: any discrete label model of the protocol (``energy``, ``observed``, ...).
+      fn: optional ``labels int32[n] -> pytree of arrays``; its exact expectation is returned.
+      block_size: configurations evaluated together (one ``vmap``); the scan runs over
+        ``ceil(M / block_size)`` blocks.
+      max_configurations: refuse (``ValueError``) when ``q ** n_free`` exceeds this.
+    """
+    free = _free_nodes(model)
+    q = int(model.n_classes)
+    if q < 1:
+        raise ValueError(f"model.n_classes must be >= 1, got {q}")
+    if block_size < 1:
+        raise ValueError(f"block_size must be a positive integer, got {block_size}")
+    count = _check_size(free.size, q, max_configurations)
+    block = int(min(block_size, count))
+    n_blocks = -(-count // block)
+    return _enumerate(model, fn, jnp.asarray(free), q, count, block, n_blocks)
+
+
+def _enumerate(model, fn, free, q, count, block, n_blocks):
+    base = _base_labels(model)
+    n = model.n_nodes
+    decode = jax.vmap(lambda i: _decode(i, base, free, q))
+    energy = jax.vmap(model.energy)
+    fn_ = fn if fn is not None else (lambda y: jnp.zeros(()))
+    f_zero = _zeros_like_output(fn_, base)
+    e_dtype = jnp.result_type(jax.eval_shape(model.energy, base).dtype, float)
+
+    def body(carry, b):
+        m, s, marg, fsum, best_e, best_y = carry
+        idx = b * block + jnp.arange(block)
+        valid = idx < count
+        ys = decode(jnp.where(valid, idx, 0))
+        es = energy(ys).astype(e_dtype)
+        logw = jnp.where(valid, -es, -jnp.inf)
+        new_m = jnp.maximum(m, jnp.max(logw))
+        scale = jnp.exp(m - new_m)
+        w = jnp.exp(logw - new_m)
+        onehot = jax.nn.one_hot(ys, q, dtype=e_dtype)  # [block, n, q]
+        marg = marg * scale + jnp.einsum("b,bnc->nc", w, onehot)
+        fvals = jax.vmap(fn_)(ys)
+        fsum = jax.tree_util.tree_map(
+            lambda acc, v: acc * scale + jnp.tensordot(w, v.astype(acc.dtype), axes=1), fsum, fvals
+        )
+        es_masked = jnp.where(valid, es, jnp.inf)
+        k = jnp.argmin(es_masked)
+        better = es_masked[k] < best_e
+        best_e = jnp.where(better, es_masked[k], best_e)
+        best_y = jnp.where(better, ys[k], best_y)
+        return (new_m, s * scale + jnp.sum(w), marg, fsum, best_e, best_y), None
+
+    init = (
+        jnp.asarray(-jnp.inf, e_dtype),
+        jnp.asarray(0.0, e_dtype),
+        jnp.zeros((n, q), e_dtype),
+        f_zero,
+        jnp.asarray(jnp.inf, e_dtype),
+        base,
+    )
+    (m, s, marg, fsum, best_e, best_y), _ = jax.lax.scan(body, init, jnp.arange(n_blocks))
+    expectation = None if fn is None else jax.tree_util.tree_map(lambda a: a / s, fsum)
+    return ExactResult(
+        log_partition=m + jnp.log(s),
+        marginals=marg / s,
+        map_labels=best_y,
+        map_energy=best_e,
+        expectation=expectation,
+        n_configurations=count,
+    )
+
+
+def exact_log_partition(model, **kwargs) -> jax.Array:
+    """``log Z`` over the configurations consistent with the clamped labels."""
+    return enumerate_model(model, **kwargs).log_partition
+
+
+def exact_marginals(model, **kwargs) -> jax.Array:
+    """Exact per-node marginals ``float[n, q]``."""
+    return enumerate_model(model, **kwargs).marginals
+
+
+def exact_expectation(model, fn: Callable[[jax.Array], Any], **kwargs) -> Any:
+    """Exact ``E_p[fn(Y)]`` for a user function of the labels (e.g. Eq. (14)'s statistics)."""
+    return enumerate_model(model, fn, **kwargs).expectation
+
+
+def exact_map(model, **kwargs) -> tuple[jax.Array, jax.Array]:
+    """Most probable configuration and its energy ``(labels int32[n], energy)``."""
+    result = enumerate_model(model, **kwargs)
+    return result.map_labels, result.map_energy

@@ -1,0 +1,151 @@
+"""Sampler kernels: the ``Kernel(init, step)`` pair, composition, generic Metropolis–Hastings.
+
+A kernel is a pair of pure functions (blackjax style, see DESIGN.md):
+
+* ``init(model, key, labels=None) -> state``: a NamedTuple with at least ``labels: int32[n]``;
+  random labels (clamped nodes at their observed labels) when ``labels`` is None;
+* ``step(model, key, state) -> (state, info)``: one transition leaving ``p(Y) ∝ exp(-E(Y))``
+  invariant; ``info`` is a flat ``dict[str, array]`` of scalar move statistics.
+
+Kernels touch a state only through ``state.labels`` and ``state._replace(labels=...)``, so a
+model-specific kernel may carry more fields (e.g. mixture-component assignments) and still be
+composed with the generic ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+__all__ = [
+    "Kernel",
+    "LabelState",
+    "compose",
+    "initial_labels",
+    "label_init",
+    "metropolis_hastings",
+    "sample_categorical",
+    "clamp",
+]
+
+
+class Kernel(NamedTuple):
+    """``init(model, key, labels=None) -> state``; ``step(model, key, state) -> (state, info)``."""
+
+    init: Callable[..., Any]
+    step: Callable[..., tuple[Any, dict]]
+
+
+class LabelState(NamedTuple):
+    """State of the generic label samplers: ``labels int32[n]``."""
+
+    labels: jax.Array
+
+
+def clamp(model, labels: jax.Array) -> jax.Array:
+    """Put clamped nodes back at their observed labels (``model.observed``/``model.labels``)."""
+    observed = jnp.asarray(model.observed, dtype=bool)
+    return jnp.where(observed, jnp.asarray(model.labels, labels.dtype), labels)
+
+
+def initial_labels(model, key: jax.Array, labels: jax.Array | None = None) -> jax.Array:
+    """Starting labels: ``labels`` if given, else uniform over classes; clamped nodes fixed."""
+    if labels is None:
+        labels = jax.random.randint(key, (model.n_nodes,), 0, model.n_classes, dtype=jnp.int32)
+    else:
+        labels = jnp.asarray(labels, dtype=jnp.int32)
+        if labels.shape != (model.n_nodes,):
+            raise ValueError(
+                f"labels must have shape ({model.n_nodes},), got {labels.shape}; pass one "
+                "starting label per node or None for a random start"
+            )
+    return clamp(model, labels)
+
+
+def label_init(model, key: jax.Array, labels: jax.Array | None = None) -> LabelState:
+    """``init`` shared by the generic label kernels."""
+    return LabelState(labels=initial_labels(model, key, labels))
+
+
+def sample_categorical(key: jax.Array, logits: jax.Array) -> jax.Array:
+    """One draw per row of ``logits [..., q]`` by inverse CDF (one uniform per row).
+
+    Cheaper than Gumbel-max (``q`` uniforms per row); exact up to floating-point rounding of
+    the cumulative sum. Log-space safe: logits are shifted by their row maximum first.
+    """
+    shifted = logits - jnp.max(logits, axis=-1, keepdims=True)
+    cdf = jnp.cumsum(jnp.exp(shifted), axis=-1)
+    u = jax.random.uniform(key, logits.shape[:-1], dtype=cdf.dtype) * cdf[..., -1]
+    draw = jnp.sum((cdf <= u[..., None]).astype(jnp.int32), axis=-1)
+    return jnp.minimum(draw, logits.shape[-1] - 1)
+
+
+def _merge(infos: list[dict]) -> dict:
+    merged: dict = {}
+    for k, info in enumerate(infos):
+        for name, value in info.items():
+            merged[name if name not in merged else f"{name}_{k}"] = value
+    return merged
+
+
+def compose(*kernels: Kernel) -> Kernel:
+    """Apply ``kernels`` in order within one step (each leaves the target invariant, so does
+    the product). ``init`` is the first kernel's; infos are merged (clashing names get the
+    kernel's position appended)."""
+    if not kernels:
+        raise ValueError("compose needs at least one kernel, e.g. compose(gibbs, perm)")
+
+    def step(model, key, state):
+        infos = []
+        for kernel, sub in zip(kernels, jax.random.split(key, len(kernels))):
+            state, info = kernel.step(model, sub, state)
+            infos.append(info)
+        return state, _merge(infos)
+
+    return Kernel(kernels[0].init, step)
+
+
+def _default_log_density(model, state) -> jax.Array:
+    return -model.energy(state.labels)
+
+
+def metropolis_hastings(
+    propose: Callable[[Any, jax.Array, Any], tuple[Any, jax.Array]],
+    *,
+    log_density: Callable[[Any, Any], jax.Array] = _default_log_density,
+    rule: str = "metropolis",
+    name: str = "mh",
+) -> Kernel:
+    """A Metropolis–Hastings kernel from a proposal.
+
+    Args:
+      propose: ``(model, key, state) -> (proposed_state, log_q_ratio)`` with
+        ``log_q_ratio = log q(state | proposed) - log q(proposed | state)`` (0 if symmetric).
+        Proposals that break clamping get log density ``-inf`` when ``log_density`` says so.
+      log_density: ``(model, state) -> log p(state)`` up to a constant; default ``-energy``.
+      rule: ``"metropolis"``: accept with ``min(1, r)``; ``"barker"``: with ``r / (1 + r)``
+        (Zhu & Ghahramani Sec. 3.3), where ``r = p(x') q(x|x') / (p(x) q(x'|x))``. Both satisfy
+        detailed balance; Metropolis accepts at least as often (Peskun ordering).
+      name: prefix of the info keys ``{name}_accept_prob``, ``{name}_accepted``.
+    """
+    if rule not in ("metropolis", "barker"):
+        raise ValueError(f"rule must be 'metropolis' or 'barker', got {rule!r}")
+
+    def step(model, key, state):
+        key_prop, key_acc = jax.random.split(key)
+        proposed, log_q_ratio = propose(model, key_prop, state)
+        log_r = log_density(model, proposed) - log_density(model, state) + log_q_ratio
+        log_r = jnp.where(jnp.isnan(log_r), -jnp.inf, log_r)
+        if rule == "metropolis":
+            accept_prob = jnp.exp(jnp.minimum(log_r, 0.0))
+        else:
+            accept_prob = jax.nn.sigmoid(log_r)
+        accepted = jax.random.uniform(key_acc, dtype=accept_prob.dtype) < accept_prob
+        new_state = jax.tree_util.tree_map(
+            lambda a, b: jnp.where(accepted, a, b), proposed, state
+        )
+        return new_state, {f"{name}_accept_prob": accept_prob, f"{name}_accepted": accepted}
+
+    return Kernel(label_init, step)

@@ -1,0 +1,1 @@
+"""Models: energies and generative densities over node labels (no inference code here)."""

@@ -1,0 +1,543 @@
+"""Graph mincut classification (Blum & Chawla 2001): the cut network, its energy, edge weights.
+
+What is believed (Sec. 2 and Sec. 4 of Blum & Chawla): similar examples should share a label,
+so a labelling ``f`` of the unlabelled examples U is scored by the weight of the edges it cuts,
+
+    cut(f) = sum_{i<j} w(x_i, x_j) [f(x_i) != f(x_j)],
+
+with the labelled examples L held at their labels. ``cut`` is, up to the constant
+``sum_{i<j} w_ij``, the energy ``beta H`` of the zero-field Potts/Ising model at ``beta = 1``
+(``graphssl.models.potts.PottsModel``, Bergamim & Breve Eq. 11), so the minimum cut is the MAP
+labelling of the clamped binary Potts model (Sec. 4: "when you take the log, you get the
+mincut objective"). How the minimum is found (max-flow) lives in ``graphssl.inference.maxflow``.
+
+Paper symbols -> arguments: ``v+`` / ``v-`` -> the source / sink of :class:`CutNetwork`;
+``L+`` / ``L-`` -> ``observed & (labels == 1)`` / ``observed & (labels == 0)``;
+``w(x, y)`` -> the weight matrix ``W`` (a :class:`~graphssl.graph.Graph`, a scipy sparse or a
+dense symmetric array); ``alpha`` -> the factor on unlabelled-unlabelled edges (Fig. 1);
+``delta`` -> the radius of the Mincut-delta graph (Sec. 5.1).
+
+Edge-weighting schemes (Sec. 3 and Sec. 5.1): 1-NN (Thm 3.1), locally weighted averaging
+(Thm 3.2), Mincut-3, Mincut-delta with delta_0 / delta_1/2 (and a grid for delta_opt), the
+Hamming and information-gain metrics for categorical data, exponential kNN weights (Sec. 5.2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+__all__ = [
+    "CutNetwork",
+    "as_weight_matrix",
+    "scale_unlabelled_edges",
+    "cut_network",
+    "expansion_network",
+    "cut_value",
+    "potts_energy",
+    "weighted_vote",
+    "potts_model",
+    "euclidean_distances",
+    "hamming_distances",
+    "information_gain",
+    "information_gain_distances",
+    "neighbors_from_distances",
+    "nearest_neighbor_weights",
+    "locally_weighted_average_weights",
+    "averaging_knn_weights",
+    "mincut3_weights",
+    "delta_weights",
+    "delta_zero",
+    "delta_half",
+    "delta_grid",
+    "exponential_knn_weights",
+]
+
+
+# ----------------------------------------------------------------------------- the network
+
+
+@dataclasses.dataclass(frozen=True)
+class CutNetwork:
+    """A directed s-t network over example nodes ``0..n-1`` plus ``v+`` (source), ``v-`` (sink).
+
+    Arc ``senders[e] -> receivers[e]`` has capacity ``capacities[e]`` and the opposite arc
+    ``reverse_capacities[e]`` (equal for the undirected example edges of Sec. 2). Terminal arcs:
+    ``v+ -> i`` with ``source_capacity[i]`` (paid when i ends on the ``v-`` side) and
+    ``i -> v-`` with ``sink_capacity[i]`` (paid when i ends on the ``v+`` side). A cut's value
+    is ``constant`` plus the capacities of the arcs leaving the ``v+`` side.
+    ``terminal_capacity`` is the "infinite" capacity M used for clamped nodes (see
+    :func:`cut_network` for why it is never cut).
+    """
+
+    n_nodes: int
+    senders: np.ndarray
+    receivers: np.ndarray
+    capacities: np.ndarray
+    reverse_capacities: np.ndarray
+    source_capacity: np.ndarray
+    sink_capacity: np.ndarray
+    terminal_capacity: float
+    constant: float = 0.0
+
+    def cut_value(self, source_side) -> float:
+        """Value of the cut whose ``v+`` side holds the example nodes where ``source_side``."""
+        s = np.asarray(source_side, dtype=bool)
+        i, j = self.senders, self.receivers
+        pair = np.sum(self.capacities[s[i] & ~s[j]]) + np.sum(self.reverse_capacities[s[j] & ~s[i]])
+        return float(
+            self.constant + pair + np.sum(self.source_capacity[~s]) + np.sum(self.sink_capacity[s])
+        )
+
+    def to_networkx(self):
+        """The network as a ``networkx.DiGraph`` with ``capacity`` on arcs; nodes
+        ``0..n-1``, ``"v+"`` and ``"v-"``.
+        """
+        import networkx as nx
+
+        g = nx.DiGraph()
+        g.add_nodes_from(range(self.n_nodes))
+        g.add_nodes_from(["v+", "v-"])
+        for i, j, c, r in zip(
+            self.senders.tolist(),
+            self.receivers.tolist(),
+            self.capacities.tolist(),
+            self.reverse_capacities.tolist(),
+            strict=True,
+        ):
+            for u, v, cap in ((i, j, c), (j, i, r)):
+                if cap > 0:
+                    old = g.get_edge_data(u, v, {"capacity": 0.0})["capacity"]
+                    g.add_edge(u, v, capacity=old + cap)
+        for i in np.flatnonzero(self.source_capacity > 0).tolist():
+            g.add_edge("v+", i, capacity=float(self.source_capacity[i]))
+        for i in np.flatnonzero(self.sink_capacity > 0).tolist():
+            g.add_edge(i, "v-", capacity=float(self.sink_capacity[i]))
+        return g
+
+
+def as_weight_matrix(graph) -> sp.csr_matrix:
+    """``W`` as a float64 CSR matrix with zero diagonal from a Graph, sparse or dense array.
+
+    Raises ``ValueError`` when W is not square, not symmetric, negative or non-finite.
+    """
+    if hasattr(graph, "senders") and hasattr(graph, "n_nodes"):
+        W = graph.to_scipy()
+    elif sp.issparse(graph):
+        W = graph
+    else:
+        W = np.asarray(graph)
+        if W.ndim != 2:
+            raise ValueError(f"graph: expected an n x n weight matrix, got shape {W.shape}")
+    W = sp.csr_matrix(W, dtype=np.float64)
+    if W.shape[0] != W.shape[1]:
+        raise ValueError(f"graph: expected a square weight matrix, got shape {W.shape}")
+    W.setdiag(0)
+    W.eliminate_zeros()
+    if W.nnz and (not np.all(np.isfinite(W.data)) or W.data.min() < 0):
+        raise ValueError("graph: edge weights must be finite and >= 0 (a cut needs capacities)")
+    asym = abs(W - W.T)
+    if asym.nnz and asym.max() > 1e-9 * max(abs(W).max(), 1e-300):
+        raise ValueError("graph: W must be symmetric (undirected); symmetrize it, e.g. (W + W.T)")
+    return W
+
+
+def _check_binary(labels, observed, n):
+    labels = np.asarray(labels)
+    if labels.shape != (n,):
+        raise ValueError(f"labels: expected shape ({n},), got {labels.shape}")
+    observed = labels >= 0 if observed is None else np.asarray(observed, dtype=bool)
+    if observed.shape != (n,):
+        raise ValueError(f"observed: expected shape ({n},), got {observed.shape}")
+    if np.any(~np.isin(labels[observed], (0, 1))):
+        raise ValueError(
+            "labels: a binary cut needs labels 0 (negative, v-) or 1 (positive, v+) on the "
+            "observed nodes; use the multi-class solver for more classes"
+        )
+    return labels.astype(np.int64), observed
+
+
+def scale_unlabelled_edges(graph, observed, alpha: float) -> sp.csr_matrix:
+    """Multiply the weight of every unlabelled-unlabelled edge by ``alpha`` (Fig. 1).
+
+    ``alpha = 1`` is plain mincut; ``alpha = 0`` ignores the unlabelled data's own structure
+    (each unlabelled point then follows its labelled neighbours alone).
+    """
+    if not (np.isfinite(alpha) and alpha >= 0):
+        raise ValueError(f"alpha: the unlabelled-edge scale must be finite and >= 0, got {alpha}")
+    W = as_weight_matrix(graph)
+    if alpha == 1.0:
+        return W
+    free = ~np.asarray(observed, dtype=bool)
+    coo = W.tocoo()
+    both = free[coo.row] & free[coo.col]
+    data = np.where(both, alpha * coo.data, coo.data)
+    W = sp.csr_matrix((data, (coo.row, coo.col)), shape=W.shape)
+    W.eliminate_zeros()
+    return W
+
+
+def _upper_edges(W: sp.csr_matrix):
+    upper = sp.triu(W, k=1).tocoo()
+    return upper.row.astype(np.int64), upper.col.astype(np.int64), upper.data.astype(np.float64)
+
+
+def cut_network(graph, labels, observed=None, *, alpha: float = 1.0) -> CutNetwork:
+    """The network of Sec. 2, steps 1-3, for a binary problem.
+
+    Example edges carry ``w(x, y)`` in both directions; ``v+`` is joined to every node of
+    ``L+`` (observed, label 1) and every node of ``L-`` (observed, label 0) is joined to ``v-``
+    by the capacity ``M = 2 W_tot + 1``, where ``W_tot = sum_{i<j} w_ij`` (after the ``alpha``
+    scaling of Fig. 1).
+
+    Why M is never cut (the paper's "infinite" weight, exactly): the cut whose ``v+`` side is
+    ``{v+} u L+`` cuts only example edges, so its value is at most ``W_tot``; hence every
+    minimum cut has value ``<= W_tot < M`` and contains no terminal arc. Any ``M > W_tot``
+    would do; ``2 W_tot + 1`` keeps the strict inequality through float rounding of
+    ``W_tot`` and also when all weights are tiny or zero.
+    """
+    W = as_weight_matrix(graph)
+    n = W.shape[0]
+    labels, observed = _check_binary(labels, observed, n)
+    W = scale_unlabelled_edges(W, observed, alpha)
+    i, j, w = _upper_edges(W)
+    total = float(np.sum(w))
+    big = 2.0 * total + 1.0
+    positive = observed & (labels == 1)
+    negative = observed & (labels == 0)
+    return CutNetwork(
+        n_nodes=n,
+        senders=i,
+        receivers=j,
+        capacities=w,
+        reverse_capacities=w.copy(),
+        source_capacity=np.where(positive, big, 0.0),
+        sink_capacity=np.where(negative, big, 0.0),
+        terminal_capacity=big,
+    )
+
+
+def expansion_network(graph, labels, observed, alpha_label: int, unary=None) -> CutNetwork:
+    """Binary network of one alpha-expansion move for the Potts energy (Boykov et al. 2001).
+
+    The ``v+`` side switches to label ``alpha_label``; the ``v-`` side keeps ``labels``.
+    For an edge (i, j) with weight w the move energy is E(keep, keep) = w [f_i != f_j],
+    E(switch, switch) = 0, E(switch, keep) = w [alpha != f_j], E(keep, switch) =
+    w [f_i != alpha]; it is submodular because the Potts distance is a metric, and it is
+    written as a cut by the decomposition of Kolmogorov & Zabih (2004). ``unary`` (float[n, C],
+    costs, optional) adds a field. Clamped nodes (``observed``) whose label is not
+    ``alpha_label`` get the capacity M on ``i -> v-`` so they never switch.
+    """
+    W = as_weight_matrix(graph)
+    n = W.shape[0]
+    f = np.asarray(labels, dtype=np.int64)
+    observed = np.asarray(observed, dtype=bool)
+    i, j, w = _upper_edges(W)
+    a = w * (f[i] != f[j])  # E(0,0), 0 = keep
+    b = w * (f[i] != alpha_label)  # E(0,1): i keeps, j switches
+    c = w * (alpha_label != f[j])  # E(1,0): i switches, j keeps
+    # E = a + (c - a) x_i + (0 - c) x_j + (b + c - a) (1 - x_i) x_j, with x = 1 on the v+ side.
+    switch_cost = np.zeros(n)  # cost paid when x_i = 1
+    np.add.at(switch_cost, i, c - a)
+    np.add.at(switch_cost, j, -c)
+    constant = float(np.sum(a))
+    if unary is not None:
+        unary = np.asarray(unary, dtype=np.float64)
+        rows = np.arange(n)
+        keep_u, switch_u = unary[rows, f], unary[:, alpha_label]
+        constant += float(np.sum(keep_u))
+        switch_cost += switch_u - keep_u
+    # x_i = 1 pays max(cost, 0) via i -> v-; a negative cost is paid as -cost when x_i = 0.
+    sink_cap = np.maximum(switch_cost, 0.0)
+    source_cap = np.maximum(-switch_cost, 0.0)
+    constant += float(np.sum(np.minimum(switch_cost, 0.0)))
+    pair = b + c - a  # >= 0 by the triangle inequality; arc j -> i (cut when x_j=1, x_i=0)
+    total = float(np.sum(pair) + np.sum(sink_cap) + np.sum(source_cap))
+    big = 2.0 * total + 1.0
+    frozen = observed & (f != alpha_label)
+    constant += float(np.sum(source_cap[frozen]))  # a frozen node always pays its keep cost
+    sink_cap = np.where(frozen, big, sink_cap)
+    source_cap = np.where(frozen, 0.0, source_cap)
+    return CutNetwork(
+        n_nodes=n,
+        senders=i,
+        receivers=j,
+        capacities=np.zeros_like(pair),
+        reverse_capacities=pair,
+        source_capacity=source_cap,
+        sink_capacity=sink_cap,
+        terminal_capacity=big,
+        constant=constant,
+    )
+
+
+# ----------------------------------------------------------------------------- energies
+
+
+def potts_energy(graph, labels, unary=None) -> float:
+    """``sum_{i<j} w_ij [y_i != y_j] (+ sum_i unary[i, y_i])``: the cut value for C >= 2."""
+    W = as_weight_matrix(graph)
+    y = np.asarray(labels)
+    i, j, w = _upper_edges(W)
+    value = float(np.sum(w[y[i] != y[j]]))
+    if unary is not None:
+        value += float(np.sum(np.asarray(unary)[np.arange(y.size), y]))
+    return value
+
+
+def cut_value(graph, labels, observed=None, *, alpha: float = 1.0) -> float:
+    """Cut value of a complete labelling (Sec. 2): the weight of edges between the classes.
+
+    With ``observed`` given, the unlabelled-unlabelled edges are scaled by ``alpha`` first.
+    """
+    W = as_weight_matrix(graph)
+    if observed is not None:
+        W = scale_unlabelled_edges(W, observed, alpha)
+    return potts_energy(W, labels)
+
+
+def weighted_vote(graph, labels) -> np.ndarray:
+    """``sum_{u != x} w(x, u) f(u)`` with ``f = +1`` for label 1 and ``-1`` for label 0.
+
+    Lemma 3.4: every unlabelled x of the mincut labelling has ``f(x) = Sgn(vote)`` with
+    ``Sgn(0) = -1``.
+    """
+    W = as_weight_matrix(graph)
+    f = np.where(np.asarray(labels) == 1, 1.0, -1.0)
+    return np.asarray(W @ f).ravel()
+
+
+def potts_model(graph, labels, observed=None, *, alpha: float = 1.0, n_classes: int = 2):
+    """The clamped zero-field Potts model whose MAP is the minimum cut (Sec. 4).
+
+    ``PottsModel(W, beta=1)`` has ``energy(y) = cut(y) - sum_{i<j} w_ij`` (Bergamim & Breve
+    Eq. 11 at beta = 1, theta = 0), so both have the same minimisers.
+    """
+    from graphssl.graph import Graph
+    from graphssl.models.potts import PottsModel
+
+    labels = np.asarray(labels)
+    observed = labels >= 0 if observed is None else np.asarray(observed, dtype=bool)
+    W = scale_unlabelled_edges(graph, observed, alpha)
+    clamped = np.where(observed, labels, -1)
+    return PottsModel.create(Graph.from_scipy(W), n_classes, beta=1.0, labels=clamped)
+
+
+# ----------------------------------------------------------------------------- distances
+
+
+def euclidean_distances(X) -> np.ndarray:
+    """Dense L2 distance matrix (Sec. 5.1 for numeric attributes)."""
+    X = np.asarray(X, dtype=np.float64)
+    sq = np.sum(X * X, axis=1)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * X @ X.T, 0.0)
+    np.fill_diagonal(d2, 0.0)
+    return np.sqrt(d2)
+
+
+def hamming_distances(codes) -> np.ndarray:
+    """Number of differing categorical attributes, the L0 distance of Sec. 5.1."""
+    codes = np.asarray(codes)
+    return np.sum(codes[:, None, :] != codes[None, :, :], axis=2).astype(np.float64)
+
+
+def _entropy(y) -> float:
+    _, counts = np.unique(y, return_counts=True)
+    p = counts / counts.sum()
+    return float(-np.sum(p * np.log2(p)))
+
+
+def information_gain(codes, labels, observed) -> np.ndarray:
+    """ID3's information gain (bits) of each categorical attribute, on the labelled data only."""
+    codes = np.asarray(codes)
+    observed = np.asarray(observed, dtype=bool)
+    X, y = codes[observed], np.asarray(labels)[observed]
+    base = _entropy(y)
+    gains = np.empty(codes.shape[1])
+    for a in range(codes.shape[1]):
+        values, inverse = np.unique(X[:, a], return_inverse=True)
+        cond = sum(
+            np.mean(inverse == v) * _entropy(y[inverse == v]) for v in range(values.size)
+        )
+        gains[a] = base - cond
+    return gains
+
+
+def information_gain_distances(codes, gains, *, b: float = 10.0, c: float = 1.0) -> np.ndarray:
+    """``-log w(x, y)`` for the information-gain weighting of Sec. 5.1:
+
+        w(x, y) = prod_{a : x(a) != y(a)} c / (1 + exp(b gain_a)),
+
+    so the distance is ``sum_{a : x(a) != y(a)} log((1 + exp(b gain_a)) / c)`` and the
+    Mincut-delta threshold ``w > exp(-delta)`` is ``distance < delta``. ``c < 2`` keeps each
+    term positive; b and c only move the delta at which the variants settle (Sec. 5.1).
+    """
+    if not (b >= 0 and 0 < c < 2):
+        raise ValueError(f"b, c: need b >= 0 and 0 < c < 2 (positive distances), got {b}, {c}")
+    codes = np.asarray(codes)
+    cost = np.log1p(np.exp(b * np.asarray(gains, dtype=np.float64))) - np.log(c)
+    differ = codes[:, None, :] != codes[None, :, :]
+    return np.tensordot(differ, cost, axes=([2], [0]))
+
+
+# ----------------------------------------------------------------------------- weights
+
+
+def neighbors_from_distances(distances, k: int) -> np.ndarray:
+    """Indices of the k nearest other points per row, nearest first (stable on ties)."""
+    D = np.array(distances, dtype=np.float64)
+    n = D.shape[0]
+    if not 1 <= k < n:
+        raise ValueError(f"k: need 1 <= k < n = {n}, got {k}")
+    np.fill_diagonal(D, np.inf)
+    return np.argsort(D, axis=1, kind="stable")[:, :k]
+
+
+def _directed(indices, values, n) -> sp.csr_matrix:
+    indices = np.asarray(indices)
+    rows = np.repeat(np.arange(indices.shape[0]), indices.shape[1])
+    values = np.broadcast_to(values, indices.shape).ravel()
+    return sp.csr_matrix((values, (rows, indices.ravel())), shape=(n, n))
+
+
+def nearest_neighbor_weights(indices) -> sp.csr_matrix:
+    """Theorem 3.1: ``w(x, y) = nn_xy + nn_yx`` with ``nn_xy = 1`` iff y is x's nearest
+    neighbour (``indices[:, 0]``). Then ``cut(f)`` = number of LOOCV mistakes of 1-NN.
+    """
+    indices = np.asarray(indices)
+    n = indices.shape[0]
+    A = _directed(indices[:, :1], 1.0, n)
+    return sp.csr_matrix(A + A.T)
+
+
+def locally_weighted_average_weights(A) -> sp.csr_matrix:
+    """Theorem 3.2: ``w(x, y) = w_xy + w_yx`` where row x of ``A`` holds the weights a
+    locally weighted averaging algorithm gives each y when classifying x (rows sum to 1, no
+    self weight). Then ``cut(f)`` = the L1 LOOCV error of that algorithm.
+    """
+    A = sp.csr_matrix(A, dtype=np.float64)
+    if np.any(A.diagonal() != 0):
+        raise ValueError("A: leave-one-out weights must give a point no weight on itself")
+    rows = np.asarray(A.sum(axis=1)).ravel()
+    if not np.allclose(rows, 1.0):
+        raise ValueError("A: each row must sum to 1 (a weighted average); divide by its sum")
+    return sp.csr_matrix(A + A.T)
+
+
+def averaging_knn_weights(indices, k: int) -> sp.csr_matrix:
+    """Averaging kNN (Sec. 3): ``w_xy = 1/k`` for the k nearest y of x, symmetrised as in
+    Thm 3.2."""
+    indices = np.asarray(indices)[:, :k]
+    return locally_weighted_average_weights(_directed(indices, 1.0 / k, indices.shape[0]))
+
+
+def mincut3_weights(distances, observed) -> sp.csr_matrix:
+    """Mincut-3 (Sec. 5.1): every example is joined (weight 1) to its nearest labelled example
+    and to the two nearest other examples overall; the union of these edges, undirected.
+    """
+    D = np.array(distances, dtype=np.float64)
+    n = D.shape[0]
+    observed = np.asarray(observed, dtype=bool)
+    np.fill_diagonal(D, np.inf)
+    to_labelled = np.where(observed[None, :], D, np.inf)
+    nearest_l = np.argmin(to_labelled, axis=1)
+    rows = np.arange(n)
+    D[rows, nearest_l] = np.inf
+    others = np.argsort(D, axis=1, kind="stable")[:, :2]
+    A = _directed(np.column_stack([nearest_l, others]), 1.0, n)
+    W = sp.csr_matrix(A + A.T)
+    W.data[:] = 1.0
+    return W
+
+
+def delta_weights(distances, delta: float) -> sp.csr_matrix:
+    """Mincut-delta (Sec. 5.1): ``w(x, y) = 1`` when ``d(x, y) < delta``, else 0."""
+    D = np.asarray(distances)
+    W = sp.csr_matrix((D < delta).astype(np.float64))
+    W.setdiag(0)
+    W.eliminate_zeros()
+    return W
+
+
+def _kruskal(D):
+    """MST edges of the complete graph on distances D, in increasing length."""
+    mst = csgraph.minimum_spanning_tree(sp.csr_matrix(np.where(D > 0, D, 0.0))).tocoo()
+    # zero distances (duplicates) are absent from the sparse input: join them first
+    zi, zj = np.nonzero(np.triu(D == 0, k=1))
+    rows = np.concatenate([zi, mst.row])
+    cols = np.concatenate([zj, mst.col])
+    lengths = np.concatenate([np.zeros(zi.size), mst.data])
+    order = np.argsort(lengths, kind="stable")
+    return rows[order], cols[order], lengths[order]
+
+
+def _union_find_scan(D, stop):
+    """Add MST edges in increasing length; return the first length where ``stop`` holds."""
+    n = D.shape[0]
+    parent = np.arange(n)
+
+    def root(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    members = {i: {i} for i in range(n)}
+    for a, b, length in zip(*_kruskal(D), strict=True):
+        ra, rb = root(a), root(b)
+        if ra == rb:
+            continue
+        if len(members[ra]) < len(members[rb]):
+            ra, rb = rb, ra
+        parent[rb] = ra
+        members[ra] |= members.pop(rb)
+        if stop(members[ra]):
+            return float(length)
+    return float("inf")
+
+
+def delta_zero(distances, labels, observed) -> float:
+    """delta_0 (Sec. 5.1): the largest delta whose graph ``d < delta`` has a cut of value 0,
+    i.e. the bottleneck (minimax) path length between L+ and L-: the MST edge that first
+    joins a positive and a negative labelled example.
+    """
+    labels = np.asarray(labels)
+    observed = np.asarray(observed, dtype=bool)
+    pos = set(np.flatnonzero(observed & (labels == 1)).tolist())
+    neg = set(np.flatnonzero(observed & (labels == 0)).tolist())
+    return _union_find_scan(
+        np.asarray(distances, np.float64), lambda comp: bool(comp & pos) and bool(comp & neg)
+    )
+
+
+def delta_half(distances) -> float:
+    """delta_1/2 (Sec. 5.1): the smallest delta whose graph ``d < delta`` has a connected
+    component holding half of the points (the next float above the merging MST edge)."""
+    D = np.asarray(distances, np.float64)
+    half = (D.shape[0] + 1) // 2
+    length = _union_find_scan(D, lambda comp: len(comp) >= half)
+    return float(np.nextafter(length, np.inf))
+
+
+def delta_grid(distances, n: int = 40) -> np.ndarray:
+    """Candidate deltas for delta_opt: ``n`` quantiles (2 %..60 %) of the pairwise distances,
+    plus the next float above each so that ``d < delta`` can include the quantile itself."""
+    D = np.asarray(distances)
+    upper = D[np.triu_indices(D.shape[0], k=1)]
+    qs = np.unique(np.quantile(upper, np.linspace(0.0, 0.6, n + 1)[1:]))
+    return np.nextafter(qs, np.inf)
+
+
+def exponential_knn_weights(indices, distances, scale: float) -> sp.csr_matrix:
+    """kNN graph with ``w = exp(-d / scale)`` (Sec. 5.2: "an exponentially-decreasing
+    function of distance"), symmetrised by max."""
+    if not scale > 0:
+        raise ValueError(f"scale: the length scale must be positive, got {scale}")
+    indices = np.asarray(indices)
+    n = indices.shape[0]
+    vals = np.maximum(np.exp(-np.asarray(distances, np.float64) / scale), 1e-300)
+    A = _directed(indices, vals, n)
+    return sp.csr_matrix(A.maximum(A.T))

@@ -1,0 +1,196 @@
+"""graphssl.graph: builders, weights, symmetrisation, Laplacians, heat kernel, conversions."""
+
+import jax
+import jax.numpy as jnp
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.sparse as sp
+import scipy.spatial
+
+from graphssl import graph as G
+
+
+@pytest.fixture(scope="module")
+def points():
+    return np.random.default_rng(0).normal(size=(60, 3))
+
+
+def _dense(graph):
+    return graph.to_scipy().toarray()
+
+
+def _reference_knn(X, k):
+    d = scipy.spatial.distance.cdist(X, X)
+    np.fill_diagonal(d, np.inf)
+    idx = np.argsort(d, axis=1, kind="stable")[:, :k]
+    return idx, np.take_along_axis(d, idx, axis=1)
+
+
+
+@pytest.mark.parametrize("method", ["brute", "kdtree", "nndescent"])
+def test_knn_search_matches_reference(points, method):
+    idx, dist = G.knn_search(points, 5, method=method)
+    ref_idx, ref_dist = _reference_knn(points, 5)
+    np.testing.assert_allclose(dist, ref_dist, rtol=1e-5)
+    if method != "nndescent":
+        assert np.array_equal(np.sort(idx, 1), np.sort(ref_idx, 1))
+    assert not np.any(idx == np.arange(len(points))[:, None])
+
+
+def test_knn_search_high_dim_brute_never_builds_n_by_n(monkeypatch):
+    X = np.random.default_rng(1).normal(size=(300, 30))
+    monkeypatch.setattr(G, "_BLOCK_BYTES", 8 * 300 * 7)  # 7-row blocks
+    idx, dist = G.knn_search(X, 4, method="brute")
+    ref_idx, ref_dist = _reference_knn(X, 4)
+    np.testing.assert_allclose(dist, ref_dist, rtol=1e-8)
+
+
+def test_knn_graph_symmetrisations(points):
+    k = 4
+    ref_idx, ref_dist = _reference_knn(points, k)
+    directed = np.zeros((60, 60))
+    sigma = ref_dist[:, -1].mean() / 3
+    for i in range(60):
+        directed[i, ref_idx[i]] = np.exp(-ref_dist[i] ** 2 / (2 * sigma**2))
+    for mode, expected in [
+        ("max", np.maximum(directed, directed.T)),
+        ("min", np.minimum(directed, directed.T)),
+        ("mean", (directed + directed.T) / 2),
+        (None, directed),
+    ]:
+        graph = G.knn_graph(points, k, symmetrize=mode, sigma="kth_over_3")
+        np.testing.assert_allclose(_dense(graph), expected, rtol=1e-9, atol=1e-300)
+        assert np.all(np.diag(_dense(graph)) == 0)
+        if mode is not None:
+            assert graph.is_symmetric()
+
+
+def test_edges_sorted_both_directions(points):
+    graph = G.knn_graph(points, 3)
+    s, r = np.asarray(graph.senders), np.asarray(graph.receivers)
+    assert np.all(np.diff(s * 60 + r) > 0)
+    forward = set(zip(s.tolist(), r.tolist(), strict=True))
+    assert forward == set(zip(r.tolist(), s.tolist(), strict=True))
+
+
+def test_weight_schemes(points):
+    binary = G.knn_graph(points, 3, weight="binary")
+    assert set(np.unique(np.asarray(binary.weights))) == {1.0}
+    dist = G.knn_graph(points, 3, weight="distance")
+    d = _dense(dist)
+    full = scipy.spatial.distance.cdist(points, points)
+    np.testing.assert_allclose(d[d > 0], full[d > 0])
+    gauss = G.knn_graph(points, 3, sigma=0.7)
+    np.testing.assert_allclose(_dense(gauss)[d > 0], np.exp(-full[d > 0] ** 2 / (2 * 0.49)))
+    walder = G.knn_graph(points, 3, sigma="walder")
+    pair_sq = full**2
+    omega = 1.0 / pair_sq[~np.eye(60, dtype=bool)].mean()
+    np.testing.assert_allclose(G.walder_omega(points), omega)
+    np.testing.assert_allclose(_dense(walder)[d > 0], np.exp(-omega * pair_sq[d > 0]))
+    text = np.abs(points) + 0.1
+    cosine = G.knn_graph(text, 3, weight="cosine", t=0.5)
+    c = _dense(cosine)
+    norms = np.linalg.norm(text, axis=1)
+    cos = text @ text.T / np.outer(norms, norms)
+    np.testing.assert_allclose(c[c > 0], np.exp(-(1 - cos[c > 0]) / 0.5))
+
+
+def test_length_scale_weights_eq39(points):
+    s = jnp.array([0, 1, 2])
+    r = jnp.array([1, 2, 0])
+    alpha = jnp.array([0.1, -0.3, 2.0])
+    w = G.length_scale_weights(points, s, r, 0.5, alpha)
+    diff = points[[0, 1, 2]] - points[[1, 2, 0]]
+    expected = np.exp(0.5 - (diff**2 / np.exp(np.asarray(alpha))).sum(1))
+    np.testing.assert_allclose(w, expected)
+    grad = jax.grad(lambda a: G.length_scale_weights(points, s, r, 0.0, a).sum())(alpha)
+    assert np.all(np.isfinite(grad))
+
+
+def test_epsilon_and_dense_graphs(points):
+    full = scipy.spatial.distance.cdist(points, points)
+    eps = G.epsilon_graph(points, 0.8, sigma=1.0)
+    mask = (full <= 0.8) & ~np.eye(60, dtype=bool)
+    np.testing.assert_allclose(_dense(eps)[mask], np.exp(-full[mask] ** 2 / 2))
+    assert np.count_nonzero(_dense(eps)) == mask.sum()
+    dense = G.dense_graph(points, sigma=2.0)
+    np.testing.assert_allclose(_dense(dense), np.exp(-full**2 / 8) * ~np.eye(60, dtype=bool))
+
+
+def test_laplacians_and_row_normalisation(points):
+    graph = G.knn_graph(points, 4)
+    W = _dense(graph)
+    d = W.sum(1)
+    np.testing.assert_allclose(G.laplacian(graph).toarray(), np.diag(d) - W, atol=1e-12)
+    sym = np.eye(60) - W / np.sqrt(np.outer(d, d))
+    np.testing.assert_allclose(G.laplacian(graph, "symmetric").toarray(), sym, atol=1e-12)
+    rw = np.eye(60) - W / d[:, None]
+    np.testing.assert_allclose(G.laplacian(graph, "random_walk").toarray(), rw, atol=1e-12)
+    P = _dense(G.row_normalize(graph))
+    np.testing.assert_allclose(P.sum(1), 1.0)
+    K = G.heat_kernel(graph, 3.0)
+    np.testing.assert_allclose(K, scipy.linalg.expm(-1.5 * sym), atol=1e-10)
+
+
+def test_propagate_and_padded_neighbors(points):
+    graph = G.knn_graph(points, 4, symmetrize="max")
+    x = np.random.default_rng(2).normal(size=(60, 2))
+    np.testing.assert_allclose(G.propagate(graph, jnp.asarray(x)), _dense(graph) @ x, atol=1e-12)
+    index, weight = graph.padded_neighbors()
+    gathered = (np.asarray(weight)[..., None] * x[np.asarray(index)]).sum(1)
+    np.testing.assert_allclose(gathered, _dense(graph) @ x, atol=1e-12)
+
+
+def test_conversions_round_trip(points):
+    graph = G.knn_graph(points, 3)
+    again = G.Graph.from_scipy(graph.to_scipy())
+    np.testing.assert_allclose(_dense(again), _dense(graph))
+    nxg = graph.to_networkx()
+    assert isinstance(nxg, nx.Graph) and nxg.number_of_edges() == graph.n_edges // 2
+    back = G.Graph.from_networkx(nxg)
+    np.testing.assert_allclose(_dense(back), _dense(graph))
+    n_comp, comp = G.connected_components(graph)
+    ref_n, ref = sp.csgraph.connected_components(graph.to_scipy())
+    assert n_comp == ref_n and np.array_equal(comp, ref)
+
+
+def test_graph_is_a_pytree(points):
+    graph = G.knn_graph(points, 3)
+    leaves, tree = jax.tree_util.tree_flatten(graph)
+    assert len(leaves) == 3
+    doubled = jax.jit(lambda g: G.propagate(g, jnp.ones(g.n_nodes)))(graph)
+    np.testing.assert_allclose(doubled, _dense(graph).sum(1))
+
+
+def test_two_components_found():
+    line = np.arange(5)[:, None] * 0.1 * np.ones((5, 2))
+    X = np.r_[line, 100 + line]
+    n_comp, comp = G.connected_components(G.knn_graph(X, 2))
+    assert n_comp == 2 and len(set(comp[:5])) == 1 and comp[0] != comp[5]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(X=np.array([[0.0, np.nan], [1, 1], [2, 2]]), k=1), "NaN"),
+        (dict(X=np.zeros((3, 2)) + np.arange(3)[:, None], k=3), "smaller than"),
+        (dict(X=np.zeros((3, 2)) + np.arange(3)[:, None], k=0), ">= 1"),
+        (dict(X=np.array([[0.0, 0], [0, 0], [1, 1], [2, 2]]), k=1), "duplicate"),
+        (dict(X=np.zeros((0, 2)), k=1), "no samples"),
+        (dict(X=np.arange(4.0), k=1), "2-D"),
+        (dict(X=np.zeros((4, 2)) + np.arange(4)[:, None], k=1, symmetrize="both"), "symmetrize"),
+        (dict(X=np.zeros((4, 2)) + np.arange(4)[:, None], k=1, weight="tanh"), "weight"),
+        (dict(X=np.zeros((4, 2)) + np.arange(4)[:, None], k=1, sigma=-1.0), "sigma"),
+    ],
+)
+def test_bad_input_is_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        G.knn_graph(**kwargs)
+
+
+def test_duplicates_can_be_allowed():
+    X = np.array([[0.0, 0], [0, 0], [1, 1], [2, 2]])
+    graph = G.knn_graph(X, 1, on_duplicates="ignore")
+    assert graph.n_edges > 0

@@ -1,0 +1,185 @@
+"""Naive mean field (Bergamim & Breve Eqs. 15-20, Alg. 3.1) on small enumerable graphs."""
+
+import jax
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+jax.config.update("jax_enable_x64", True)
+
+from graphssl.graph import Graph, row_normalize  # noqa: E402
+from graphssl.inference.enumeration import exact_marginals  # noqa: E402
+from graphssl.inference.mean_field import (  # noqa: E402
+    MeanFieldOptions,
+    mean_field_labels,
+    mean_field_residual,
+    naive_mean_field,
+)
+from graphssl.models.potts import PottsModel, label_field  # noqa: E402
+
+N, Q = 8, 3
+TIGHT = 1e-12
+SEQ = MeanFieldOptions(order="sequential", tol=TIGHT, max_iter=5000)
+PAR = MeanFieldOptions(order="parallel", damping=0.5, tol=TIGHT, max_iter=20000)
+
+
+def _random_weights(seed=0, n=N, density=0.6):
+    rng = np.random.default_rng(seed)
+    W = rng.uniform(0.2, 1.0, (n, n)) * (rng.uniform(size=(n, n)) < density)
+    W = np.triu(W, 1)
+    W = W + W.T
+    # make sure the graph is connected: add a ring
+    for i in range(n):
+        j = (i + 1) % n
+        W[i, j] = W[j, i] = max(W[i, j], 0.5)
+    return W
+
+
+@pytest.fixture(scope="module")
+def sym_graph():
+    return Graph.from_scipy(sp.csr_matrix(_random_weights(0)))
+
+
+@pytest.fixture(scope="module")
+def labels():
+    lab = np.full(N, -1)
+    lab[0], lab[3], lab[6] = 0, 1, 2
+    return lab
+
+
+def _reference_rhs(W, beta, theta, phi):
+    """Eqs. 15-16 in plain NumPy float64: softmax(beta (theta + W phi))."""
+    h = beta * (theta + W @ phi)
+    h = h - h.max(axis=1, keepdims=True)
+    e = np.exp(h)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("options", [SEQ, PAR], ids=["sequential", "parallel"])
+@pytest.mark.parametrize("beta", [0.5, 3.0])
+def test_fixed_point_of_eqs_15_16(sym_graph, labels, options, beta):
+    model = PottsModel.from_labels(sym_graph, labels, Q, beta=beta)
+    sol, info = naive_mean_field(model, options=options)
+    assert bool(info.converged) and int(info.iterations) < options.max_iter
+    phi = np.asarray(sol.marginals)
+    assert phi.dtype == np.float64
+    W = sym_graph.to_scipy().toarray()
+    ref = _reference_rhs(W, beta, label_field(labels, Q), phi)
+    assert np.max(np.abs(ref - phi)) < 1e-6
+    assert float(mean_field_residual(model, sol.marginals)) < 1e-6
+    np.testing.assert_allclose(phi.sum(1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(np.exp(sol.log_marginals), phi, atol=1e-12)
+
+
+def test_directed_row_normalised_graph_uses_out_edges(sym_graph, labels):
+    """On the paper's row-normalised W (Eq. 9) the sum of Eq. 16 runs over W_ij, row i."""
+    graph = row_normalize(sym_graph)
+    assert not graph.is_symmetric()
+    model = PottsModel.from_labels(graph, labels, Q, beta=4.0)
+    sol, _ = naive_mean_field(model, options=SEQ)
+    P = graph.to_scipy().toarray()
+    np.testing.assert_allclose(P.sum(1), 1.0)
+    ref = _reference_rhs(P, 4.0, label_field(labels, Q), np.asarray(sol.marginals))
+    assert np.max(np.abs(ref - np.asarray(sol.marginals))) < 1e-6
+
+
+@pytest.mark.parametrize("beta", [0.3, 2.0, 8.0])
+def test_sequential_and_parallel_agree(sym_graph, labels, beta):
+    model = PottsModel.from_labels(row_normalize(sym_graph), labels, Q, beta=beta)
+    seq, _ = naive_mean_field(model, options=SEQ)
+    par, _ = naive_mean_field(model, options=PAR)
+    undamped, _ = naive_mean_field(model, options=PAR._replace(damping=1.0))
+    np.testing.assert_allclose(seq.marginals, par.marginals, atol=1e-8)
+    if beta < 5:  # the undamped synchronous map is a contraction only at small beta
+        np.testing.assert_allclose(seq.marginals, undamped.marginals, atol=1e-8)
+
+
+def test_weak_coupling_matches_enumeration(sym_graph, labels):
+    """At small beta naive mean field is exact up to its (TAP) correction, which vanishes
+    faster than linearly in beta: compare with enumerating 3^8 states."""
+    errors = []
+    for beta in (0.05, 0.1):
+        model = PottsModel.from_labels(sym_graph, labels, Q, beta=beta)
+        sol, _ = naive_mean_field(model, options=SEQ)
+        exact = np.asarray(exact_marginals(model))
+        errors.append(np.max(np.abs(exact - np.asarray(sol.marginals))))
+    assert errors[0] < 1e-4
+    assert errors[1] / errors[0] > 3.0  # at least quadratic in beta (8x observed: cubic)
+
+
+def test_hard_clamped_nodes_keep_one_hot_marginals(sym_graph, labels):
+    model = PottsModel.from_labels(sym_graph, labels, Q, beta=5.0, clamp=True)
+    for options in (SEQ, PAR):
+        sol, info = naive_mean_field(model, options=options)
+        assert bool(info.converged)
+        phi = np.asarray(sol.marginals)
+        idx = np.flatnonzero(labels >= 0)
+        np.testing.assert_array_equal(phi[idx], np.eye(Q)[labels[idx]])
+        assert np.all(np.asarray(sol.log_marginals)[idx, labels[idx]] == 0.0)
+        assert float(mean_field_residual(model, sol.marginals)) < 1e-6
+
+
+@pytest.mark.parametrize("beta", [0.1, 1.0, 10.0, 100.0, 1000.0])
+def test_field_labels_cannot_flip_eqs_18_20(beta):
+    """A labelled node whose neighbours all hold another label keeps its own (Eqs. 18-20).
+
+    Star: centre 0 labelled 0, leaves 1..4 labelled 1 (and 5..7 unlabelled), row-normalised.
+    """
+    W = np.zeros((N, N))
+    for j in range(1, N):
+        W[0, j] = W[j, 0] = 1.0
+    for j in range(5, N - 1):
+        W[j, j + 1] = W[j + 1, j] = 1.0
+    graph = row_normalize(Graph.from_scipy(sp.csr_matrix(W)))
+    lab = np.array([0, 1, 1, 1, 1, -1, -1, -1])
+    model = PottsModel.from_labels(graph, lab, 2, beta=beta)
+    for options in (SEQ._replace(tol=1e-9), PAR._replace(tol=1e-9, max_iter=2000)):
+        sol, _ = naive_mean_field(model, options=options)
+        h = np.asarray(sol.fields)
+        assert np.all(np.isfinite(h))
+        # Eqs. 18-19: h_m(y_m) >= h_m(s) (up to rounding of the row sums)
+        margin = h[np.arange(5), lab[:5]] - h[:5].max(1)
+        assert np.all(margin >= -1e-12 * beta)
+        pred = np.asarray(mean_field_labels(sol, model.unary_logits()))
+        np.testing.assert_array_equal(pred[:5], lab[:5])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_no_nan_at_beta_1e3(sym_graph, labels, dtype):
+    graph = row_normalize(sym_graph)
+    graph = Graph(graph.senders, graph.receivers, graph.weights.astype(dtype), graph.n_nodes)
+    model = PottsModel.from_labels(graph, labels, Q, beta=1e3)
+    for options in (SEQ._replace(tol=1e-3), MeanFieldOptions(damping=1.0, max_iter=200),
+                     MeanFieldOptions(damping=0.5, max_iter=200)):
+        sol, info = naive_mean_field(model, options=options)
+        for arr in (sol.marginals, sol.fields, info.residual):
+            assert np.all(np.isfinite(np.asarray(arr)))
+        assert np.all(np.asarray(sol.log_marginals) <= 0)
+        pred = np.asarray(mean_field_labels(sol, model.unary_logits()))
+        np.testing.assert_array_equal(pred[labels >= 0], labels[labels >= 0])
+
+
+def test_info_reports_non_convergence(sym_graph, labels):
+    model = PottsModel.from_labels(sym_graph, labels, Q, beta=2.0)
+    _, info = naive_mean_field(model, options=MeanFieldOptions(max_iter=2, tol=1e-12))
+    assert int(info.iterations) == 2 and not bool(info.converged)
+    assert float(info.residual) > 1e-12
+
+
+def test_warm_start_from_solution(sym_graph, labels):
+    model = PottsModel.from_labels(sym_graph, labels, Q, beta=2.0)
+    sol, _ = naive_mean_field(model, options=SEQ)
+    again, info = naive_mean_field(model, init=sol, options=SEQ)
+    assert int(info.iterations) <= 2
+    np.testing.assert_allclose(again.marginals, sol.marginals, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "options, word",
+    [(MeanFieldOptions(order="random"), "order"), (MeanFieldOptions(damping=0.0), "damping"),
+     (MeanFieldOptions(tol=0.0), "tol"), (MeanFieldOptions(max_iter=0), "max_iter")],
+)
+def test_bad_options_raise(sym_graph, labels, options, word):
+    model = PottsModel.from_labels(sym_graph, labels, Q)
+    with pytest.raises(ValueError, match=word):
+        naive_mean_field(model, options=options)

@@ -1,0 +1,135 @@
+"""Mode probability Gamma (Eqs. 21-22), its approximation (Eqs. 23-26), beta tuning (Eq. 27)."""
+
+import itertools
+
+import jax
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+jax.config.update("jax_enable_x64", True)
+
+from graphssl.graph import Graph, row_normalize  # noqa: E402
+from graphssl.inference.mean_field import MeanFieldOptions, naive_mean_field  # noqa: E402
+from graphssl.models.potts import PottsModel, label_field  # noqa: E402
+from graphssl.models.potts_mode_probability import (  # noqa: E402
+    approx_log_mode_probability,
+    gamma_preset,
+    log_mode_probability,
+    log_mode_probability_from_fields,
+    solve_beta,
+)
+
+SEQ = MeanFieldOptions(order="sequential", tol=1e-13, max_iter=5000)
+
+
+@pytest.mark.parametrize("preset", ["nmfA", "nmfB", 0.7])
+@pytest.mark.parametrize("q", [2, 3, 5, 10])
+@pytest.mark.parametrize("rate", [0.0, 0.02, 0.1, 0.5, 1.0])
+def test_root_of_eq_27_solves_it(preset, q, rate):
+    gamma = gamma_preset(preset, q) if isinstance(preset, str) else preset
+    if gamma <= 1.0 / q:
+        pytest.skip("gamma must exceed 1/q")
+    beta = solve_beta(preset, rate, q)
+    assert beta > 0
+    assert abs(float(approx_log_mode_probability(beta, rate, q)) - np.log(gamma)) < 1e-10
+    # unique positive root: Eq. 26 - ln gamma changes sign there, negative below
+    assert float(approx_log_mode_probability(0.5 * beta, rate, q)) < np.log(gamma)
+
+
+def test_presets_match_paper_and_authors_code():
+    assert gamma_preset("nmfA", 10) == pytest.approx(0.55)
+    assert gamma_preset("nmfB", 10) == 1.0
+    # the authors' code on usps_full with 2 % labels (185 of 9298): beta 24.7 and 31.1
+    assert solve_beta("nmfA", 185 / 9298, 10) == pytest.approx(24.7, abs=0.05)
+    assert solve_beta("nmfB", 185 / 9298, 10) == pytest.approx(31.1, abs=0.05)
+    # nmfA gives the smaller beta (Fig. 7), beta grows with q and shrinks with r_l
+    for q, r in itertools.product([2, 5, 10], [0.02, 0.2]):
+        assert solve_beta("nmfA", r, q) < solve_beta("nmfB", r, q)
+    assert solve_beta("nmfB", 0.02, 2) < solve_beta("nmfB", 0.02, 10)
+    assert solve_beta("nmfB", 0.2, 5) < solve_beta("nmfB", 0.02, 5)
+
+
+@pytest.mark.parametrize(
+    "args, word",
+    [(("nmfC", 0.1, 3), "preset"), ((0.3, 0.1, 3), "gamma"), ((1.2, 0.1, 3), "gamma"),
+     (("nmfA", 1.5, 3), "labeled_rate"), (("nmfA", 0.1, 1), "n_classes")],
+)
+def test_solve_beta_rejects_bad_input(args, word):
+    with pytest.raises(ValueError, match=word):
+        solve_beta(*args)
+
+
+def test_eq_26_equals_eq_24_summed_node_by_node():
+    """Eq. 24 summed over nodes with an explicit theta equals the closed form Eq. 25/26."""
+    rng = np.random.default_rng(1)
+    n, q = 200, 4
+    labels = np.where(rng.uniform(size=n) < 0.15, rng.integers(0, q, n), -1)
+    theta = label_field(labels, q)
+    mode = np.where(labels >= 0, labels, 0)  # labelled nodes keep their labels (Eqs. 18-20)
+    for beta in (0.01, 0.7, 5.0):
+        eq24 = sum(
+            beta * (theta[i, mode[i]] + 1.0 / q) - np.log(q + beta * (theta[i].sum() + 1.0))
+            for i in range(n)
+        )
+        rate = np.mean(labels >= 0)
+        assert eq24 / n == pytest.approx(float(approx_log_mode_probability(beta, rate, q)),
+                                         rel=1e-12)
+
+
+@pytest.fixture(scope="module")
+def small_model():
+    rng = np.random.default_rng(2)
+    n = 7
+    W = np.triu(rng.uniform(0.1, 1.0, (n, n)) * (rng.uniform(size=(n, n)) < 0.7), 1)
+    W = W + W.T
+    W[np.arange(n), (np.arange(n) + 1) % n] = W[(np.arange(n) + 1) % n, np.arange(n)] = 0.6
+    graph = row_normalize(Graph.from_scipy(sp.csr_matrix(W)))
+    labels = np.array([0, -1, 1, -1, -1, 2, -1])
+    return graph, labels
+
+
+@pytest.mark.parametrize("beta", [0.5, 4.0, 50.0])
+def test_exact_log_gamma_vs_brute_force_mode_of_product(small_model, beta):
+    """ln Gamma (Eqs. 21-22) is the log-probability of the most probable configuration of
+    Phi(s) = prod_i phi_i(s_i): check against all 3^7 configurations."""
+    graph, labels = small_model
+    model = PottsModel.from_labels(graph, labels, 3, beta=beta)
+    sol, _ = naive_mean_field(model, options=SEQ)
+    phi = np.asarray(sol.marginals)
+    brute = max(
+        np.prod(phi[np.arange(len(s)), s]) for s in itertools.product(range(3), repeat=7)
+    )
+    lg = float(log_mode_probability_from_fields(sol.fields))
+    assert lg == pytest.approx(np.log(brute), rel=1e-10)
+    assert float(log_mode_probability(sol.log_marginals)) == pytest.approx(lg, rel=1e-12)
+    # Eq. 22 written out: sum_i h_{i,y_i} - ln Z_i
+    h = np.asarray(sol.fields)
+    y = phi.argmax(1)
+    eq22 = np.sum(h[np.arange(7), y] - np.log(np.exp(h).sum(1)))
+    assert lg == pytest.approx(eq22, rel=1e-10)
+
+
+def test_log_gamma_is_finite_at_beta_1e3(small_model):
+    graph, labels = small_model
+    model = PottsModel.from_labels(graph, labels, 3, beta=1e3)
+    sol, _ = naive_mean_field(model, options=SEQ._replace(tol=1e-6))
+    lg = float(log_mode_probability_from_fields(sol.fields))
+    assert np.isfinite(lg) and lg <= 0.0
+
+
+def test_approximation_is_exact_to_second_order_at_small_beta(small_model):
+    """Eq. 26 is the first-order expansion of the exact (1/N) ln Gamma of the mean-field
+    solution: its error shrinks at least quadratically as beta -> 0."""
+    graph, labels = small_model
+    n, rate = 7, np.mean(labels >= 0)
+    errors = []
+    for beta in (0.02, 0.04):
+        model = PottsModel.from_labels(graph, labels, 3, beta=beta)
+        sol, _ = naive_mean_field(model, options=SEQ)
+        # modes of the labelled nodes are their labels; Eq. 24 uses h at the mode
+        y = np.where(labels >= 0, labels, np.asarray(sol.marginals).argmax(1))
+        exact = float(log_mode_probability(sol.log_marginals, y)) / n
+        errors.append(abs(exact - float(approx_log_mode_probability(beta, rate, 3))))
+    assert errors[0] < 1e-3
+    assert errors[1] / errors[0] > 3.0
