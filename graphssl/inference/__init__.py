@@ -1,1 +1,47 @@
 """Inference: samplers and optimisers that know a model only through its protocol."""
+
+from graphssl.inference.chains import Samples, label_marginals, sample_chains, storage_dtype
+from graphssl.inference.enumeration import (
+    ExactResult,
+    enumerate_configurations,
+    enumerate_model,
+    exact_expectation,
+    exact_log_partition,
+    exact_map,
+    exact_marginals,
+)
+from graphssl.inference.gibbs import chromatic_gibbs, greedy_coloring, sequential_gibbs
+from graphssl.inference.kernels import (
+    Kernel,
+    LabelState,
+    compose,
+    metropolis_hastings,
+    sample_categorical,
+)
+from graphssl.inference.moves import permutation_move
+from graphssl.inference.swendsen_wang import connected_components, swendsen_wang
+
+__all__ = [
+    "ExactResult",
+    "Kernel",
+    "LabelState",
+    "Samples",
+    "chromatic_gibbs",
+    "compose",
+    "connected_components",
+    "enumerate_configurations",
+    "enumerate_model",
+    "exact_expectation",
+    "exact_log_partition",
+    "exact_map",
+    "exact_marginals",
+    "greedy_coloring",
+    "label_marginals",
+    "metropolis_hastings",
+    "permutation_move",
+    "sample_categorical",
+    "sample_chains",
+    "sequential_gibbs",
+    "storage_dtype",
+    "swendsen_wang",
+]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from functools import partial
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -161,7 +161,14 @@ def _enumerate(J, h, base, free, *, n_classes, n_configs, chunk):
         pair = pair * scale + jnp.einsum("m,mic,mjc->ij", w, oh, oh)
         i = jnp.argmax(lw)
         better = lw[i] > best_lw
-        return (m_new, s, node, pair, jnp.where(better, lw[i], best_lw), jnp.where(better, y[i], best)), None
+        return (
+            m_new,
+            s,
+            node,
+            pair,
+            jnp.where(better, lw[i], best_lw),
+            jnp.where(better, y[i], best),
+        ), None
 
     init = (
         jnp.asarray(-jnp.inf, dtype),
@@ -191,8 +198,13 @@ def enumerate_moments(model: BoltzmannMRF, chunk: int = 2**13) -> Moments:
     base = jnp.where(model.observed, model.labels, 0).astype(jnp.int32)
     J = _dense_couplings(model)
     log_z, node, pair, best, best_lw = _enumerate(
-        J, model.unary_logits(), base, jnp.asarray(free, jnp.int32),
-        n_classes=model.n_classes, n_configs=n_configs, chunk=chunk,
+        J,
+        model.unary_logits(),
+        base,
+        jnp.asarray(free, jnp.int32),
+        n_classes=model.n_classes,
+        n_configs=n_configs,
+        chunk=chunk,
     )
     g = model.graph
     return Moments(pair[g.senders, g.receivers], node, log_z, best, best_lw)
@@ -222,7 +234,9 @@ def _expected_potential(theta, template, geometry, mc: Moments, mu: Moments):
 
 
 @jax.jit
-def gradient(theta, template: BoltzmannMRF, geometry: PairGeometry, clamped: Moments, unclamped: Moments):
+def gradient(
+    theta, template: BoltzmannMRF, geometry: PairGeometry, clamped: Moments, unclamped: Moments
+):
     """``d/dTheta log P(O_L | X, Theta)`` = clamped minus unclamped expectation of
     ``d(-energy)/dTheta`` (Eqs. 24, 38, 41-44, 64, 73), from the two phases' moments."""
     return jax.grad(_expected_potential)(theta, template, geometry, clamped, unclamped)
@@ -303,3 +317,354 @@ class ThetaPrior:
             jnp.atleast_1d(theta.gamma - self.gamma_mean) / self.gamma_std,
         ]
         return -0.5 * sum(jnp.sum(jnp.square(v)) for v in z)
+
+
+def log_prior(prior, theta, geometry: PairGeometry):
+    """``log p(Theta)`` (0 for a flat prior, ``prior=None``)."""
+    if prior is None:
+        return jnp.zeros(())
+    if isinstance(prior, ExponentialSigmaPrior):
+        return prior.log_prob(theta)
+    return prior.log_prob(theta, geometry)
+
+
+# --------------------------------------------------------------------------- chains
+METHODS = ("enumeration", "gibbs", "gibbs_permutation", "swendsen_wang")
+_KERNELS: dict = {}
+
+
+def _kernel(method: str, model: BoltzmannMRF):
+    """The inference-core kernel for ``method`` (built once per structure, so compiled
+    scans are reused across gradient steps)."""
+    from graphssl.inference.gibbs import chromatic_gibbs, sequential_gibbs
+    from graphssl.inference.kernels import compose
+    from graphssl.inference.moves import permutation_move
+    from graphssl.inference.swendsen_wang import swendsen_wang
+
+    dense = model.n_nodes <= 64
+    key = (method, dense, None if dense else id(model.graph.senders))
+    if key not in _KERNELS:
+        if method == "swendsen_wang":
+            k = swendsen_wang()
+        else:
+            k = sequential_gibbs() if dense else chromatic_gibbs(model.graph)
+            if method == "gibbs_permutation":
+                k = compose(k, permutation_move())
+        _KERNELS[key] = k
+    return _KERNELS[key]
+
+
+@dataclasses.dataclass(frozen=True)
+class ChainSettings:
+    """Markov-chain settings per phase and gradient step (Sec. 3.2): ``n_chains`` chains,
+    ``burn_in`` discarded steps, ``n_samples`` kept draws every ``thin`` steps.  With
+    ``persistent=True`` each gradient step restarts the chains from the previous step's
+    final labels (burn-in is then ``persistent_burn_in``)."""
+
+    n_chains: int = 4
+    n_samples: int = 500
+    burn_in: int = 100
+    thin: int = 1
+    persistent: bool = True
+    persistent_burn_in: int = 10
+
+
+def chain_moments(model: BoltzmannMRF, key, method: str, settings: ChainSettings, init_labels=None):
+    """Moments of ``model`` from chains of ``method``; returns ``(Moments, Samples)``."""
+    from graphssl.inference.chains import sample_chains
+
+    if method not in METHODS[1:]:
+        raise ValueError(f"method must be one of {METHODS[1:]} for chains, got {method!r}.")
+    burn = settings.burn_in if init_labels is None else settings.persistent_burn_in
+    samples = sample_chains(
+        _kernel(method, model),
+        model,
+        key,
+        n_chains=settings.n_chains,
+        n_samples=settings.n_samples,
+        burn_in=burn,
+        thin=settings.thin,
+        init_labels=init_labels,
+    )
+    return sampled_moments(model, samples.labels), samples
+
+
+# --------------------------------------------------------------------------- objective
+class GradientOracle:
+    """``theta -> (objective, gradient, aux)`` for ``log P(O_L|X,Theta) + log p(Theta)``.
+
+    ``method="enumeration"``: exact moments and exact likelihood (Eq. 82).  Otherwise the
+    moments of both phases come from chains (Eq. 26) and the objective is the crude
+    estimate of Eq. (27) plus the log prior.  Holds the PRNG key and, with persistent
+    chains, the last labels of each phase (the only state; the maths is pure).
+    """
+
+    def __init__(
+        self,
+        problem: BoltzmannProblem,
+        method: str = "enumeration",
+        prior=None,
+        key=None,
+        chains: ChainSettings | None = None,
+    ):
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
+        self.problem, self.method, self.prior = problem, method, prior
+        self.template = problem.template()
+        self.key = jax.random.key(0) if key is None else key
+        self.chains = ChainSettings() if chains is None else chains
+        self._last = {"c": None, "u": None}
+        self.n_calls = 0
+
+    def moments(self, theta):
+        """``(clamped, unclamped, offset, Moments_c, Moments_u, unclamped_draws)``."""
+        clamped, unclamped, offset = _models_jit(self.template, self.problem.geometry, theta)
+        if self.method == "enumeration":
+            return (
+                clamped,
+                unclamped,
+                offset,
+                enumerate_moments(clamped),
+                enumerate_moments(unclamped),
+                None,
+            )
+        self.key, kc, ku = jax.random.split(self.key, 3)
+        use = self.chains.persistent
+        mc, sc = chain_moments(
+            clamped, kc, self.method, self.chains, self._last["c"] if use else None
+        )
+        mu, su = chain_moments(
+            unclamped, ku, self.method, self.chains, self._last["u"] if use else None
+        )
+        self._last = {"c": sc.final_state.labels, "u": su.final_state.labels}
+        return clamped, unclamped, offset, mc, mu, su.labels
+
+    def __call__(self, theta):
+        self.n_calls += 1
+        clamped, _, offset, mc, mu, draws = self.moments(theta)
+        g_lik = gradient(theta, self.template, self.problem.geometry, mc, mu)
+        g_prior = jax.grad(log_prior, argnums=1)(self.prior, theta, self.problem.geometry)
+        grad = jax.tree_util.tree_map(jnp.add, g_lik, g_prior)
+        if draws is None:
+            loglik = mc.log_z - mu.log_z + offset
+        else:
+            loglik = log_likelihood_estimate(clamped, offset, draws)
+        value = loglik + log_prior(self.prior, theta, self.problem.geometry)
+        return float(value), grad, {"log_likelihood": float(loglik), "clamped": mc}
+
+
+# --------------------------------------------------------------------------- optimisers
+def _project(prior, theta):
+    return prior.project(theta) if isinstance(prior, ExponentialSigmaPrior) else theta
+
+
+def adaptive_hill_climb(
+    oracle: GradientOracle,
+    theta0,
+    *,
+    step=0.1,
+    grow=1.5,
+    shrink=0.5,
+    patience=2,
+    min_step=1e-4,
+    max_iter=300,
+    ftol=1e-7,
+    overshoot: str = "auto",
+):
+    """Gradient ascent with the adaptive step of Sec. 3.1: after ``patience`` successful
+    steps in a row the step grows by ``grow``; on overshoot the last good parameters are
+    kept and the step shrinks by ``shrink``; stop when the step falls below ``min_step``,
+    the objective rises by less than ``ftol``, or after ``max_iter`` steps.
+
+    Overshoot test (``overshoot``): ``"objective"`` -- the objective fell (exact
+    enumeration); ``"gradient"`` -- the new gradient points back, ``g' . (theta' - theta)
+    < 0`` (robust to the noise of sampled objectives); ``"auto"`` picks by method.
+    Returns ``(theta, info)`` with iterations, converged, reason and the history.
+    """
+    if overshoot == "auto":
+        overshoot = "objective" if oracle.method == "enumeration" else "gradient"
+    flat, unravel = ravel_pytree(theta0)
+    value, grad, aux = oracle(theta0)
+    g = ravel_pytree(grad)[0]
+    history = [dict(objective=value, step=step, theta=np.asarray(flat), accepted=True)]
+    wins, reason = 0, "max_iter"
+    for it in range(1, max_iter + 1):
+        new_flat = ravel_pytree(_project(oracle.prior, unravel(flat + step * g)))[0]
+        new_value, new_grad, new_aux = oracle(unravel(new_flat))
+        new_g = ravel_pytree(new_grad)[0]
+        if overshoot == "objective":
+            bad = not (new_value >= value)
+        else:
+            bad = float(jnp.dot(new_g, new_flat - flat)) < 0.0
+        history.append(
+            dict(objective=new_value, step=step, theta=np.asarray(new_flat), accepted=not bad)
+        )
+        if bad:
+            step, wins = step * shrink, 0
+            if step < min_step:
+                reason = "step below min_step"
+                break
+            continue
+        gain = new_value - value
+        flat, value, g, aux = new_flat, new_value, new_g, new_aux
+        wins += 1
+        if wins >= patience:
+            step, wins = step * grow, 0
+        if overshoot == "objective" and 0 <= gain < ftol:
+            reason = "objective converged"
+            break
+    info = dict(
+        iterations=it,
+        converged=reason != "max_iter",
+        reason=reason,
+        objective=value,
+        log_likelihood=aux["log_likelihood"],
+        grad_norm=float(jnp.linalg.norm(g)),
+        history=history,
+        n_evaluations=oracle.n_calls,
+    )
+    return unravel(flat), info
+
+
+def optax_ascent(oracle: GradientOracle, theta0, optimizer=None, *, max_iter=300, gtol=1e-4):
+    """Ascent with an optax optimiser (default ``optax.adam(0.05)``) on ``-objective``;
+    stops when the gradient norm is below ``gtol`` or after ``max_iter`` steps."""
+    import optax
+
+    optimizer = optax.adam(0.05) if optimizer is None else optimizer
+    theta, state = theta0, optimizer.init(theta0)
+    history = []
+    reason = "max_iter"
+    for it in range(1, max_iter + 1):
+        value, grad, aux = oracle(theta)
+        norm = float(jnp.linalg.norm(ravel_pytree(grad)[0]))
+        history.append(dict(objective=value, grad_norm=norm))
+        if norm < gtol:
+            reason = "gradient below gtol"
+            break
+        neg = jax.tree_util.tree_map(jnp.negative, grad)
+        updates, state = optimizer.update(neg, state, theta)
+        theta = _project(oracle.prior, optax.apply_updates(theta, updates))
+    info = dict(
+        iterations=it,
+        converged=reason != "max_iter",
+        reason=reason,
+        objective=value,
+        log_likelihood=aux["log_likelihood"],
+        grad_norm=norm,
+        history=history,
+        n_evaluations=oracle.n_calls,
+    )
+    return theta, info
+
+
+def fit(
+    problem: BoltzmannProblem,
+    theta0,
+    *,
+    method="enumeration",
+    prior=None,
+    optimizer="adaptive",
+    key=None,
+    chains: ChainSettings | None = None,
+    **options,
+):
+    """Learn Theta by gradient ascent on ``log P(O_L|X,Theta) + log p(Theta)`` (Eqs. 6, 37).
+    ``optimizer``: ``"adaptive"`` (Sec. 3.1) or an ``optax.GradientTransformation``."""
+    oracle = GradientOracle(problem, method, prior, key, chains)
+    if isinstance(optimizer, str):
+        if optimizer != "adaptive":
+            raise ValueError(
+                f"optimizer must be 'adaptive' or an optax transformation, got {optimizer!r}."
+            )
+        return adaptive_hill_climb(oracle, theta0, **options)
+    return optax_ascent(oracle, theta0, optimizer, **options)
+
+
+# --------------------------------------------------------------------------- restarts
+def sample_initial_params(problem: BoltzmannProblem, key):
+    """Random initial Theta from the ranges of Sec. 5.2: ``alpha_0 ~ U[-4.61, 1.93]``;
+    ``alpha_d ~ U[log(min_ij (dx^d)^2 / 5), log(max_ij (dx^d)^2 * 5)]`` (min over nonzero
+    differences); ``beta_1 = 0``, ``beta_c ~ U[-2.20, 2.20]``; ``gamma ~ U[-0.90, 1.93]``.
+    Basic model: ``log sigma ~ U[log min d_ij, log max d_ij]``."""
+    sq = np.asarray(problem.geometry.sq_diff)
+    k0, k1, k2, k3 = jax.random.split(key, 4)
+    if problem.kind == "basic":
+        d2 = sq.sum(1)
+        lo, hi = 0.5 * np.log(d2[d2 > 0].min()), 0.5 * np.log(d2.max())
+        return BasicParams(jax.random.uniform(k0, (), minval=lo, maxval=hi))
+    lo = np.log(np.array([c[c > 0].min() if np.any(c > 0) else 1.0 for c in sq.T]) / 5)
+    hi = np.log(np.maximum(sq.max(0), 1e-12) * 5)
+    C = problem.n_classes
+    beta = jnp.concatenate(
+        [jnp.zeros(1), jax.random.uniform(k2, (C - 1,), minval=-2.2, maxval=2.2)]
+    )
+    return ExtendedParams(
+        alpha0=jax.random.uniform(k0, (), minval=-4.61, maxval=1.93),
+        log_length_scales=jax.random.uniform(k1, lo.shape, minval=lo, maxval=hi),
+        class_bias=beta,
+        gamma=jax.random.uniform(k3, (), minval=-0.90, maxval=1.93),
+    )
+
+
+def random_restarts(problem: BoltzmannProblem, key, n_restarts: int = 10, **fit_options):
+    """Hill climbing from ``n_restarts`` random starts (Sec. 5.2, Tables 5-8); returns
+    ``(best_theta, best_info, trials)`` with ``trials`` a list of ``(start, theta, info)``
+    and ``best`` the trial of highest final objective."""
+    trials = []
+    for k in jax.random.split(key, n_restarts):
+        k_init, k_fit = jax.random.split(k)
+        start = sample_initial_params(problem, k_init)
+        theta, info = fit(problem, start, key=k_fit, **fit_options)
+        trials.append((start, theta, info))
+    best = max(range(n_restarts), key=lambda i: trials[i][2]["objective"])
+    return trials[best][1], trials[best][2], trials
+
+
+# --------------------------------------------------------------------------- prediction
+class BoltzmannPosterior(NamedTuple):
+    """Posterior over the true labels given the observations, at fixed Theta (Eq. 5).
+
+    ``marginals[i, c] = P(y_i = c | O_L, X, Theta)``; ``posterior_mean_labels`` = per-node
+    argmax of the marginals (the paper's "MAP labeling", Eq. 5); ``map_labels`` = the single
+    most probable joint configuration (the mincut state of Sec. 7; exact by enumeration,
+    best visited state for chains); ``suspected_errors`` = indices of observed points whose
+    observed label is not the posterior-mean label; ``p_observed`` = ``P(y_i = o_i | O_L)``
+    (NaN where unobserved)."""
+
+    marginals: np.ndarray
+    posterior_mean_labels: np.ndarray
+    map_labels: np.ndarray
+    suspected_errors: np.ndarray
+    p_observed: np.ndarray
+
+
+def posterior(
+    problem: BoltzmannProblem,
+    theta,
+    *,
+    method="enumeration",
+    key=None,
+    chains: ChainSettings | None = None,
+) -> BoltzmannPosterior:
+    """Label posterior of the clamped phase (G for the extended model) at ``theta``."""
+    template = problem.template()
+    clamped, _, _ = _models_jit(template, problem.geometry, theta)
+    if method == "enumeration":
+        m = enumerate_moments(clamped)
+        mode = m.mode
+    else:
+        chains = (
+            ChainSettings(n_chains=4, n_samples=2000, burn_in=200) if chains is None else chains
+        )
+        key = jax.random.key(0) if key is None else key
+        m, samples = chain_moments(clamped, key, method, chains)
+        mode = samples.map_labels
+    marg = np.asarray(m.node_marginals)
+    labels = np.asarray(problem.labels)
+    obs = labels >= 0
+    mean_labels = marg.argmax(1)
+    p_obs = np.full(len(labels), np.nan)
+    p_obs[obs] = marg[obs, labels[obs]]
+    wrong = np.flatnonzero(obs & (mean_labels != labels))
+    return BoltzmannPosterior(marg, mean_labels, np.asarray(mode), wrong, p_obs)

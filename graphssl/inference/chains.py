@@ -74,36 +74,59 @@ def _step_fn(kernel, model, chain_key, carry, t):
     return (state, best_e, best_y), (energy, info)
 
 
-@functools.lru_cache(maxsize=64)
-def _burn_fn(kernel, n_steps: int):
-    def run(model, chain_key, carry, start):
-        def body(c, t):
-            c, _ = _step_fn(kernel, model, chain_key, c, t)
-            return c, None
-
-        carry, _ = jax.lax.scan(body, carry, start + jnp.arange(n_steps))
-        return carry
-
-    return jax.jit(jax.vmap(run, in_axes=(None, 0, 0, None)))
+def _window(d, start, n_burn, thin):
+    """Global steps ``[begin, end)`` leading to draw ``d`` of a chunk; the chunk's first
+    draw also runs the ``n_burn`` burn-in steps."""
+    first = d == 0
+    begin = start + jnp.where(first, 0, n_burn + d * thin)
+    return begin, begin + jnp.where(first, n_burn + thin, thin)
 
 
 @functools.lru_cache(maxsize=64)
-def _draw_fn(kernel, n_draws: int, thin: int, dtype):
-    def run(model, chain_key, carry, start):
+def _run_fn(kernel, n_draws: int, thin: int, dtype):
+    """Jitted ``vmap`` over chains of: ``n_burn`` (traced) burn-in steps, then ``n_draws``
+    draws ``thin`` steps apart. The kernel step is traced once (one ``while_loop`` body)."""
+
+    def run(model, chain_key, carry, start, n_burn):
+        _, info0 = jax.eval_shape(
+            lambda c: kernel.step(model, chain_key, c[0]), carry
+        )
+        zeros = jax.tree_util.tree_map(
+            lambda s: jnp.zeros(s.shape, s.dtype if thin == 1 else jnp.float32), info0
+        )
+
         def draw(c, d):
-            steps = start + d * thin + jnp.arange(thin)
-            c, (energies, infos) = jax.lax.scan(
-                lambda cc, t: _step_fn(kernel, model, chain_key, cc, t), c, steps
-            )
-            if thin == 1:
-                stats = jax.tree_util.tree_map(lambda v: v[0], infos)
-            else:
-                stats = jax.tree_util.tree_map(lambda v: jnp.mean(v.astype(jnp.float32)), infos)
-            return c, (c[0].labels.astype(dtype), energies[-1], stats)
+            begin, end = _window(d, start, n_burn, thin)
+
+            def body(t, inner):
+                c, acc, energy = inner
+                c, (energy, info) = _step_fn(kernel, model, chain_key, c, t)
+                if thin == 1:
+                    acc = info
+                else:
+                    keep = t >= end - thin
+                    acc = jax.tree_util.tree_map(
+                        lambda a, v: a + jnp.where(keep, v.astype(jnp.float32), 0.0), acc, info
+                    )
+                return c, acc, energy
+
+            c, acc, energy = jax.lax.fori_loop(begin, end, body, (c, zeros, c[1] * 0))
+            if thin > 1:
+                acc = jax.tree_util.tree_map(lambda a: a / thin, acc)
+            return c, (c[0].labels.astype(dtype), energy, acc)
 
         return jax.lax.scan(draw, carry, jnp.arange(n_draws))
 
-    return jax.jit(jax.vmap(run, in_axes=(None, 0, 0, None)))
+    return jax.jit(jax.vmap(run, in_axes=(None, 0, 0, None, None)))
+
+
+@functools.lru_cache(maxsize=64)
+def _init_fn(kernel, with_labels: bool):
+    def init(model, key, labels):
+        state = kernel.init(model, key, labels if with_labels else None)
+        return state, model.energy(state.labels), state.labels
+
+    return jax.jit(jax.vmap(init, in_axes=(None, 0, 0 if with_labels else None)))
 
 
 def _shard(tree, n_chains: int):
@@ -135,20 +158,17 @@ def _initial_carry(kernel, model, key, n_chains, init_labels):
     init_key, chains_key = jax.random.split(key)
     chain_keys = jax.random.split(chains_key, n_chains)
     init_keys = jax.random.split(init_key, n_chains)
-    if init_labels is not None:
-        init_labels = jnp.asarray(init_labels, jnp.int32)
-        if init_labels.ndim == 1:
-            init_labels = jnp.broadcast_to(init_labels, (n_chains, model.n_nodes))
-        if init_labels.shape != (n_chains, model.n_nodes):
-            raise ValueError(
-                f"init_labels must have shape ({model.n_nodes},) or ({n_chains}, "
-                f"{model.n_nodes}), got {init_labels.shape}"
-            )
-        states = jax.vmap(lambda k, y: kernel.init(model, k, y))(init_keys, init_labels)
-    else:
-        states = jax.vmap(lambda k: kernel.init(model, k))(init_keys)
-    energy = jax.vmap(model.energy)(states.labels)
-    return chain_keys, (states, energy, states.labels)
+    if init_labels is None:
+        return chain_keys, _init_fn(kernel, False)(model, init_keys, None)
+    init_labels = jnp.asarray(init_labels, jnp.int32)
+    if init_labels.ndim == 1:
+        init_labels = jnp.broadcast_to(init_labels, (n_chains, model.n_nodes))
+    if init_labels.shape != (n_chains, model.n_nodes):
+        raise ValueError(
+            f"init_labels must have shape ({model.n_nodes},) or ({n_chains}, "
+            f"{model.n_nodes}), got {init_labels.shape}"
+        )
+    return chain_keys, _init_fn(kernel, True)(model, init_keys, init_labels)
 
 
 def sample_chains(
@@ -201,16 +221,19 @@ def sample_chains(
     from tqdm.auto import tqdm
 
     bar = tqdm(total=todo_burn + n_samples * thin, disable=not progress, unit="step")
-    for size in _chunks(todo_burn, chunk_size * thin) if todo_burn else []:
-        carry = _burn_fn(kernel, size)(model, chain_keys, carry, start)
-        start += size
-        bar.update(size)
     outputs = []
-    for size in _chunks(n_samples, chunk_size) if n_samples else []:
-        carry, out = _draw_fn(kernel, size, thin, dtype)(model, chain_keys, carry, start)
+    sizes = _chunks(n_samples, chunk_size) if n_samples else []
+    if todo_burn and not sizes:  # burn-in only: run it through a one-draw chunk, drop the draw
+        carry, _ = _run_fn(kernel, 1, 1, dtype)(model, chain_keys, carry, start, todo_burn - 1)
+        start, todo_burn = start + todo_burn, 0
+        bar.update(start)
+    for size in sizes:
+        run = _run_fn(kernel, size, thin, dtype)
+        carry, out = run(model, chain_keys, carry, start, todo_burn)
         outputs.append(out)
-        start += size * thin
-        bar.update(size * thin)
+        start += todo_burn + size * thin
+        bar.update(todo_burn + size * thin)
+        todo_burn = 0
     bar.close()
     return _assemble(outputs, carry, chain_keys, start, burn_in, thin, model, resume, n_chains)
 
@@ -220,7 +243,9 @@ def _assemble(outputs, carry, chain_keys, n_steps, burn_in, thin, model, resume,
     if outputs:
         labels = jnp.concatenate([o[0] for o in outputs], axis=1)
         energy = jnp.concatenate([o[1] for o in outputs], axis=1)
-        stats = jax.tree_util.tree_map(lambda *v: jnp.concatenate(v, axis=1), *[o[2] for o in outputs])
+        stats = jax.tree_util.tree_map(
+            lambda *v: jnp.concatenate(v, axis=1), *[o[2] for o in outputs]
+        )
     else:
         labels = jnp.zeros((n_chains, 0, model.n_nodes), dtype)
         energy = jnp.zeros((n_chains, 0), carry[1].dtype)
@@ -229,7 +254,9 @@ def _assemble(outputs, carry, chain_keys, n_steps, burn_in, thin, model, resume,
         labels = jnp.concatenate([resume.labels, labels], axis=1)
         energy = jnp.concatenate([resume.energy, energy], axis=1)
         stats = (
-            jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b], axis=1), resume.stats, stats)
+            jax.tree_util.tree_map(
+                lambda a, b: jnp.concatenate([a, b], axis=1), resume.stats, stats
+            )
             if stats
             else resume.stats
         )

@@ -16,7 +16,9 @@ The model is used only through the protocol of CONTRIBUTING.md: ``n_nodes``, ``n
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -103,7 +105,9 @@ def enumerate_configurations(model, max_configurations: int = 2**20) -> jax.Arra
 
 def _zeros_like_output(fn, labels):
     shapes = jax.eval_shape(fn, labels)
-    return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, jnp.result_type(s.dtype, float)), shapes)
+    return jax.tree_util.tree_map(
+        lambda s: jnp.zeros(s.shape, jnp.result_type(s.dtype, float)), shapes
+    )
 
 
 def enumerate_model(
@@ -131,9 +135,11 @@ def enumerate_model(
     count = _check_size(free.size, q, max_configurations)
     block = int(min(block_size, count))
     n_blocks = -(-count // block)
-    return _enumerate(model, fn, jnp.asarray(free), q, count, block, n_blocks)
+    result = _enumerate(model, fn, jnp.asarray(free), q, count, block, n_blocks)
+    return result._replace(n_configurations=count)
 
 
+@functools.partial(jax.jit, static_argnums=(1, 3, 4, 5, 6))
 def _enumerate(model, fn, free, q, count, block, n_blocks):
     base = _base_labels(model)
     n = model.n_nodes
@@ -182,7 +188,7 @@ def _enumerate(model, fn, free, q, count, block, n_blocks):
         map_labels=best_y,
         map_energy=best_e,
         expectation=expectation,
-        n_configurations=count,
+        n_configurations=0,
     )
 
 

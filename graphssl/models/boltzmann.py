@@ -107,7 +107,9 @@ def pair_geometry(X, k: int | None = None) -> PairGeometry:
         cols = idx.reshape(-1)
         keep = rows != cols
         pairs = np.unique(
-            np.concatenate([np.stack([rows[keep], cols[keep]], 1), np.stack([cols[keep], rows[keep]], 1)]),
+            np.concatenate(
+                [np.stack([rows[keep], cols[keep]], 1), np.stack([cols[keep], rows[keep]], 1)]
+            ),
             axis=0,
         )
         s, r = pairs[:, 0], pairs[:, 1]
@@ -166,7 +168,9 @@ class BoltzmannMRF(PottsModel):
         onehot = jax.nn.one_hot(self.noisy_labels, self.n_classes, dtype=self.field.dtype)
         return self.evidence_strength * onehot * self.noisy_observed[:, None]
 
-    def with_parameters(self, couplings=None, class_bias=None, evidence_strength=None) -> "BoltzmannMRF":
+    def with_parameters(
+        self, couplings=None, class_bias=None, evidence_strength=None
+    ) -> BoltzmannMRF:
         """Same structure, new ``A_ij`` (float[E]), ``beta_c`` and/or ``e^gamma``; jit-able."""
         m = self
         if couplings is not None:
@@ -176,14 +180,19 @@ class BoltzmannMRF(PottsModel):
         if class_bias is not None:
             m = dataclasses.replace(m, class_bias=jnp.asarray(class_bias, m.field.dtype))
         if evidence_strength is not None:
-            m = dataclasses.replace(m, evidence_strength=jnp.asarray(evidence_strength, m.field.dtype))
+            m = dataclasses.replace(
+                m, evidence_strength=jnp.asarray(evidence_strength, m.field.dtype)
+            )
         return dataclasses.replace(m, field=m.class_bias[None, :] + m.evidence_field())
 
-    def unclamped(self) -> "BoltzmannMRF":
+    def unclamped(self) -> BoltzmannMRF:
         """The unclamped phase: no hard clamping and no evidence term (F of Eq. 52)."""
         false = jnp.zeros_like(self.observed)
         m = dataclasses.replace(
-            self, evidence_strength=jnp.zeros_like(self.evidence_strength), noisy_observed=false, observed=false
+            self,
+            evidence_strength=jnp.zeros_like(self.evidence_strength),
+            noisy_observed=false,
+            observed=false,
         )
         return m.with_parameters()
 
@@ -196,8 +205,18 @@ class BoltzmannMRF(PottsModel):
 jax.tree_util.register_dataclass(
     BoltzmannMRF,
     data_fields=[
-        "graph", "beta", "field", "observed", "labels", "neighbor_index", "neighbor_weight",
-        "class_bias", "evidence_strength", "noisy_observed", "noisy_labels", "edge_slot",
+        "graph",
+        "beta",
+        "field",
+        "observed",
+        "labels",
+        "neighbor_index",
+        "neighbor_weight",
+        "class_bias",
+        "evidence_strength",
+        "noisy_observed",
+        "noisy_labels",
+        "edge_slot",
     ],
     meta_fields=["n_classes"],
 )
@@ -213,8 +232,15 @@ def _edge_slots(senders: np.ndarray, n: int, d_max: int) -> np.ndarray:
     return out
 
 
-def _build(geometry, couplings, class_bias, evidence_strength, noisy_observed, labels, observed, n_classes):
-    graph = Graph(senders=geometry.senders, receivers=geometry.receivers, weights=couplings, n_nodes=geometry.n_nodes)
+def _build(
+    geometry, couplings, class_bias, evidence_strength, noisy_observed, labels, observed, n_classes
+):
+    graph = Graph(
+        senders=geometry.senders,
+        receivers=geometry.receivers,
+        weights=couplings,
+        n_nodes=geometry.n_nodes,
+    )
     potts = PottsModel.create(
         graph, n_classes, beta=1.0, labels=np.where(observed, labels, -1), observed=observed
     )
@@ -248,12 +274,22 @@ def _as_labels(labels, n: int, n_classes: int | None):
     return jnp.asarray(observed), jnp.asarray(np.where(observed, y, 0), jnp.int32), n_classes
 
 
-def basic_boltzmann(geometry: PairGeometry, sigma, labels, n_classes: int | None = None) -> BoltzmannMRF:
+def basic_boltzmann(
+    geometry: PairGeometry, sigma, labels, n_classes: int | None = None
+) -> BoltzmannMRF:
     """Basic model Eq. (2), clamped to the labelled points (``labels = -1`` elsewhere)."""
     observed, lab, C = _as_labels(labels, geometry.n_nodes, n_classes)
     observed, lab = np.asarray(observed), np.asarray(lab)
-    return _build(geometry, basic_couplings(geometry, sigma), np.zeros(C), 0.0,
-                  np.zeros_like(observed), lab, observed, C)
+    return _build(
+        geometry,
+        basic_couplings(geometry, sigma),
+        np.zeros(C),
+        0.0,
+        np.zeros_like(observed),
+        lab,
+        observed,
+        C,
+    )
 
 
 def extended_boltzmann(geometry: PairGeometry, params: ExtendedParams, labels) -> BoltzmannMRF:
@@ -269,8 +305,16 @@ def extended_boltzmann(geometry: PairGeometry, params: ExtendedParams, labels) -
             f"got shape {np.shape(params.log_length_scales)}."
         )
     couplings = length_scale_couplings(geometry, params.alpha0, params.log_length_scales)
-    return _build(geometry, couplings, params.class_bias, jnp.exp(params.gamma),
-                  np.asarray(observed), np.asarray(lab), np.zeros(geometry.n_nodes, bool), C)
+    return _build(
+        geometry,
+        couplings,
+        params.class_bias,
+        jnp.exp(params.gamma),
+        np.asarray(observed),
+        np.asarray(lab),
+        np.zeros(geometry.n_nodes, bool),
+        C,
+    )
 
 
 # --------------------------------------------------------------------------- Eqs. 45-82
@@ -305,10 +349,14 @@ def unclamped_gamma_moment(gamma, n_nodes: int, n_classes: int) -> jax.Array:
 
 def clamped_gamma_moment(gamma, expected_matches, n_unlabelled: int, n_classes: int) -> jax.Array:
     """``<dH/dgamma>_c = <sum_{i<=l} delta(o_i,y_i)>_G e^gamma + u e^{gamma+e^gamma}/(C-1+e^{e^gamma})``, Eq. (73)."""
-    tail = n_unlabelled * jnp.exp(gamma + jnp.exp(gamma) - log_evidence_normaliser(gamma, n_classes))
+    tail = n_unlabelled * jnp.exp(
+        gamma + jnp.exp(gamma) - log_evidence_normaliser(gamma, n_classes)
+    )
     return expected_matches * jnp.exp(gamma) + tail
 
 
-def log_likelihood_from_partitions(log_z_g, log_z_f, gamma, n_labelled: int, n_classes: int) -> jax.Array:
+def log_likelihood_from_partitions(
+    log_z_g, log_z_f, gamma, n_labelled: int, n_classes: int
+) -> jax.Array:
     """``L = log Z_G - log Z_F - l log(C - 1 + e^{e^gamma})``, Eq. (82)."""
     return log_z_g - log_z_f - n_labelled * log_evidence_normaliser(gamma, n_classes)

@@ -273,24 +273,39 @@ def hard_lift(assignments, n_clusters: int, labelled_index, dtype=jnp.float64):
     return lift
 
 
-def backbone_laplacian(lift, neighbor_index, neighbor_weight, *, batch_size: int = 4096):
+def _padded_rows(n, batch_size):
+    n_batches = -(-n // batch_size)
+    pad = n_batches * batch_size - n
+    idx = jnp.concatenate([jnp.arange(n), jnp.zeros(pad, dtype=jnp.int32)]).astype(jnp.int32)
+    return n_batches, pad, idx
+
+
+def backbone_laplacian(
+    lift, neighbor_index, neighbor_weight, *, batch_size=None, max_stored: int = 2**26
+):
     """Generalised Laplacian of the backbone graph, Eq. (6): ``P^T Delta P``, ``[l+M, l+M]``.
 
     ``Delta = D - W`` is the combinatorial Laplacian of the graph given by its padded
     neighbour table (``Graph.padded_neighbors()``: ``neighbor_index int[n, d]``,
     ``neighbor_weight float[n, d]``, padding weight 0). Accumulated over node batches:
-    ``sum_i P_i^T (d_i P_i - sum_j w_ij P_j)``, so memory is ``O(batch * d * (l + M))``.
-    The first l rows/columns are the labelled nodes, the last M the supernodes:
-    ``tilde Delta_UU = R^T Delta_UU R`` and ``tilde Delta_UL = R^T Delta_UL``.
+    ``sum_i P_i^T (d_i P_i - sum_j w_ij P_j)``. When ``n (l + M) <= max_stored`` the lift
+    rows are computed once and gathered; otherwise they are recomputed for each batch
+    (memory ``O(batch * d * (l + M))``, never ``n x M``). The first l rows/columns are the
+    labelled nodes, the last M the supernodes: ``tilde Delta_UU = R^T Delta_UU R`` and
+    ``tilde Delta_UL = R^T Delta_UL``.
     """
     n, d = neighbor_index.shape
-    n_batches = -(-n // batch_size)
-    pad = n_batches * batch_size - n
-    idx = jnp.concatenate([jnp.arange(n), jnp.zeros(pad, dtype=jnp.int32)]).astype(jnp.int32)
+    K = lift(jnp.zeros(1, jnp.int32)).shape[1]
+    if batch_size is None:
+        batch_size = int(max(1, min(n, 2**23 // max(d * K, 1))))
+    if n * K <= max_stored:
+        nb, _, all_idx = _padded_rows(n, batch_size)
+        rows = jax.lax.map(lift, all_idx.reshape(nb, batch_size)).reshape(-1, K)[:n]
+        lift = rows.__getitem__
+    n_batches, pad, idx = _padded_rows(n, batch_size)
     nbr = jnp.concatenate([neighbor_index, jnp.zeros((pad, d), neighbor_index.dtype)])
     wts = jnp.concatenate([neighbor_weight, jnp.zeros((pad, d), neighbor_weight.dtype)])
     keep = jnp.concatenate([jnp.ones(n), jnp.zeros(pad)]).astype(neighbor_weight.dtype)
-    K = lift(idx[:1]).shape[1]
 
     def body(acc, batch):
         b_idx, b_nbr, b_w, b_keep = batch

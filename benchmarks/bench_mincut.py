@@ -1,0 +1,169 @@
+"""Graph mincut benchmarks (Blum & Chawla 2001).
+
+1. ``speed``: one minimum cut on kNN graphs (k = 10, w = exp(-d / scale)) of two overlapping
+   Gaussian classes in 3-D with N = 10^4, 10^5, 10^6 nodes and N / 100 labels; each max-flow library
+   in the same run (PyMaxflow BK float64, scipy Dinic int32, networkx preflow-push). networkx
+   is skipped where its extrapolated time exceeds 2 minutes. Goal: N = 10^6 under 30 s (CPU).
+2. ``table1``: Table 1 of the paper on the shared UCI sets, ``--trials`` random L/U draws
+   per set (``graphssl.estimators.mincut.table1_trial``), noisy "*" variants included.
+
+    .venv/bin/python benchmarks/bench_mincut.py speed [--sizes 10000 100000 1000000]
+    .venv/bin/python benchmarks/bench_mincut.py table1 [--trials 10]
+
+Each prints a table and writes JSON to ``benchmarks/results/``. Max-flow runs on the CPU
+(no GPU max-flow library is used); on a GPU machine only the JAX parts would move.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def knn_problem(n: int, *, k: int = 10, seed: int = 0):
+    """Two overlapping Gaussian classes in 3-D (means 2 apart, unit variance), so the
+    minimum cut is far from trivial; exp(-d/scale) kNN weights, N/100 labels."""
+    from scipy.spatial import cKDTree
+
+    from graphssl.models.mincut import exponential_knn_weights
+
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, 3))
+    X[:, 0] += 2.0 * y
+    t0 = time.perf_counter()
+    dist, idx = cKDTree(X).query(X, k=k + 1, workers=-1)
+    scale = float(np.mean(dist[:, -1]))
+    W = exponential_knn_weights(idx[:, 1:], dist[:, 1:], scale)
+    t_graph = time.perf_counter() - t0
+    rng = np.random.default_rng(seed)
+    labels = -np.ones(n, dtype=np.int64)
+    picked = rng.choice(n, max(n // 100, 2), replace=False)
+    labels[picked] = y[picked]
+    return W, labels, y, t_graph
+
+
+def run_speed(sizes, methods, nx_limit_s: float = 120.0):
+    from graphssl.inference.maxflow import minimum_cut
+    from graphssl.models.mincut import cut_network
+
+    rows = []
+    nx_estimate = 0.0
+    for n in sizes:
+        W, labels, y, t_graph = knn_problem(n)
+        t0 = time.perf_counter()
+        net = cut_network(W, labels)
+        t_net = time.perf_counter() - t0
+        reference = None
+        for method in methods:
+            row = {"n": n, "edges": int(W.nnz // 2), "method": method, "graph_s": t_graph,
+                   "network_s": t_net}
+            if method == "networkx" and nx_estimate > nx_limit_s:
+                row.update(skipped=f"extrapolated {nx_estimate:.0f} s > {nx_limit_s:.0f} s")
+                rows.append(row)
+                print(_fmt(row), flush=True)
+                continue
+            result = minimum_cut(net, method)
+            side = result.source_side
+            acc = float(np.mean(np.where(labels >= 0, labels, side)[labels < 0] == y[labels < 0]))
+            if reference is None:
+                reference = result
+            row.update(
+                solve_s=result.info["seconds"],
+                cut_value=result.cut_value,
+                relative_gap=(result.cut_value - reference.cut_value)
+                / max(reference.cut_value, 1e-300),
+                same_labels=bool(np.array_equal(side, reference.source_side)),
+                accuracy=acc,
+                rounding_bound=result.info.get("rounding_bound"),
+            )
+            if method == "networkx":
+                nx_estimate = result.info["seconds"] * 10 * 1.3  # next size is 10x larger
+            rows.append(row)
+            print(_fmt(row), flush=True)
+    for n in sizes:
+        base = [r for r in rows if r["n"] == n and r["method"] == "pymaxflow" and "solve_s" in r]
+        for r in rows:
+            if r["n"] == n and "solve_s" in r and base:
+                r["ratio_vs_pymaxflow"] = r["solve_s"] / base[0]["solve_s"]
+    return rows
+
+
+def _fmt(row):
+    if "skipped" in row:
+        return f"N={row['n']:>8} {row['method']:>10}: skipped ({row['skipped']})"
+    bound = row.get("rounding_bound")
+    extra = f" rounding bound {bound:.3g}" if bound else ""
+    return (
+        f"N={row['n']:>8} E={row['edges']:>9} {row['method']:>10}: solve {row['solve_s']:8.2f} s"
+        f" (graph {row['graph_s']:.2f} s, network {row['network_s']:.2f} s) cut "
+        f"{row['cut_value']:.6g} gap {row['relative_gap']:+.2e} same={row['same_labels']}"
+        f" acc {row['accuracy']:.3f}{extra}"
+    )
+
+
+def run_table1(trials: int, seed: int = 0):
+    from graphssl.data import data_dir_from_env
+    from graphssl.estimators.mincut import TABLE1, table1_dataset, table1_trial
+
+    data_dir = data_dir_from_env() or Path(__file__).resolve().parents[2] / "shared" / "datasets"
+    out = []
+    for spec in TABLE1:
+        data = table1_dataset(spec["data"], data_dir)
+        accs = [table1_trial(data, spec, seed=seed + t) for t in range(trials)]
+        mean = {key: float(np.mean([a[key] for a in accs])) for key in accs[0]}
+        std = {key: float(np.std([a[key] for a in accs])) for key in accs[0]}
+        out.append({"name": spec["name"], "mean": mean, "std": std, "paper": spec["paper"],
+                    "trials": trials})
+        cells = "  ".join(f"{k}={100 * mean[k]:5.1f} ({v:5.1f})" for k, v in spec["paper"].items())
+        print(f"{spec['name']:>7} {spec['L']:>4}+{spec['U']:<5} {cells}", flush=True)
+    return out
+
+
+def environment():
+    import maxflow
+    import networkx
+    import scipy
+
+    return {
+        "python": sys.version.split()[0],
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "scipy": scipy.__version__,
+        "networkx": networkx.__version__,
+        "pymaxflow": maxflow.__version__,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    speed = sub.add_parser("speed")
+    speed.add_argument("--sizes", type=int, nargs="+", default=[10**4, 10**5, 10**6])
+    speed.add_argument("--methods", nargs="+", default=["pymaxflow", "scipy", "networkx"])
+    table = sub.add_parser("table1")
+    table.add_argument("--trials", type=int, default=10)
+    args = parser.parse_args(argv)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.what == "speed":
+        rows = run_speed(args.sizes, args.methods)
+        path = RESULTS / "mincut_speed.json"
+    else:
+        rows = run_table1(args.trials)
+        path = RESULTS / "mincut_table1.json"
+    path.write_text(json.dumps({"environment": environment(), "rows": rows}, indent=1))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

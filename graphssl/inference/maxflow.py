@@ -1,0 +1,325 @@
+"""Minimum s-t cuts by max-flow, the mincut classifier, alpha-expansion and a hill-climber.
+
+Blum & Chawla (2001), Sec. 2 step 4: find a minimum ``(v+, v-)`` cut by max-flow with ``v+``
+the source and ``v-`` the sink; among several minimum cuts take the one with the smallest
+``V+`` -- the nodes reachable from ``v+`` in the residual graph of any maximum flow (that set
+is contained in the source side of every minimum cut). Step 5 labels ``V+`` positive.
+
+Three max-flow back ends, same answer (tested against each other and brute force):
+
+* ``"pymaxflow"`` (default, chosen by measurement, see ``benchmarks/bench_mincut.py``):
+  Boykov-Kolmogorov with float64 capacities. BK's search trees are maximal when it stops,
+  so the tree grown from a terminal is exactly that terminal's residual-reachable set; we
+  run BK on the reversed network (``v-`` as source) and read ``V+`` as BK's sink tree, so
+  nodes in neither tree (unreachable from ``v+``) go to ``V-`` as step 4 asks.
+* ``"scipy"``: ``scipy.sparse.csgraph.maximum_flow`` (Dinic), int32 capacities only.
+  Capacities are scaled by the power of two ``s <= 2^30 / T`` (T = sum of finite
+  capacities) and rounded; each arc moves by at most ``1 / (2 s)``, so the returned cut
+  exceeds the true minimum by at most ``m / s <= m T / 2^29`` (m = number of finite arcs);
+  ``info["rounding_bound"]`` reports it. Integer (dyadic) weights are scaled exactly.
+  (int64 input is *silently* truncated by scipy 1.18; we always pass int32.)
+* ``"networkx"``: ``networkx.minimum_cut`` (preflow-push), pure Python; small graphs only.
+
+Multi-class (C > 2): alpha-expansion (Boykov, Veksler & Zabih 2001) on the Potts energy
+``sum_{i<j} w_ij [y_i != y_j]`` with clamped labels; each move is one binary cut
+(``graphssl.models.mincut.expansion_network``). For C = 2 one expansion from the all-0
+labelling is exactly the binary mincut (global optimum); for C > 2 the result is a local
+minimum within a factor 2 of the optimum (Boykov et al. Thm 6.1).
+
+:func:`iterative_relabelling` is the Fig. 4 baseline: hill-climbing on the same cut by
+single-label flips from a random start, stopping at a local optimum.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+
+from graphssl.models.mincut import (
+    CutNetwork,
+    as_weight_matrix,
+    cut_network,
+    expansion_network,
+    potts_energy,
+    scale_unlabelled_edges,
+)
+
+__all__ = [
+    "CutResult",
+    "METHODS",
+    "minimum_cut",
+    "mincut_labels",
+    "alpha_expansion",
+    "mincut_classify",
+    "mincut_map",
+    "mincut_networkx",
+    "iterative_relabelling",
+]
+
+METHODS = ("pymaxflow", "scipy", "networkx")
+_INT32_BUDGET = 2**30
+
+
+class CutResult(NamedTuple):
+    """``source_side``: bool[n], example nodes on the ``v+`` side (the smallest such set);
+    ``cut_value``: value of that cut in float64 (recomputed from the network);
+    ``flow_value``: the solver's max-flow value (back in the input's units);
+    ``info``: method, seconds, and for scipy the scale and rounding bound."""
+
+    source_side: np.ndarray
+    cut_value: float
+    flow_value: float
+    info: dict
+
+
+def _pymaxflow(net: CutNetwork):
+    import maxflow
+
+    n = net.n_nodes
+    g = maxflow.Graph[float](n, max(int(net.senders.size), 1))
+    nodes = g.add_nodes(n)
+    # reversed network: v- is BK's source, v+ its sink, every arc turned around
+    if net.senders.size:
+        g.add_edges(
+            net.senders.astype(np.int32),
+            net.receivers.astype(np.int32),
+            np.ascontiguousarray(net.reverse_capacities, dtype=np.float64),
+            np.ascontiguousarray(net.capacities, dtype=np.float64),
+        )
+    g.add_grid_tedges(
+        np.asarray(nodes, dtype=np.int32),
+        np.ascontiguousarray(net.sink_capacity, dtype=np.float64),
+        np.ascontiguousarray(net.source_capacity, dtype=np.float64),
+    )
+    flow = g.maxflow()
+    # get_grid_segments is True on BK's sink tree = nodes reachable from v+ (free nodes: False)
+    source_side = np.asarray(g.get_grid_segments(np.asarray(nodes)), dtype=bool)
+    return source_side, float(flow), {}
+
+
+def _scipy(net: CutNetwork):
+    n = net.n_nodes
+    s, t = n, n + 1
+    finite = [net.capacities, net.reverse_capacities]
+    big = net.terminal_capacity
+    finite.append(net.source_capacity[net.source_capacity < big])
+    finite.append(net.sink_capacity[net.sink_capacity < big])
+    total = float(sum(np.sum(a) for a in finite))
+    n_arcs = int(sum(np.count_nonzero(a) for a in finite))
+    # a power of two: dyadic weights (integers, halves, ...) scale exactly, ties stay ties
+    scale = 2.0 ** np.floor(np.log2(_INT32_BUDGET / total)) if total > 0 else 1.0
+
+    def q(a):
+        return np.rint(np.asarray(a, np.float64) * scale).astype(np.int64)
+
+    cap, rcap = q(net.capacities), q(net.reverse_capacities)
+    src = np.where(net.source_capacity >= big, -1, q(net.source_capacity))
+    snk = np.where(net.sink_capacity >= big, -1, q(net.sink_capacity))
+    m_int = int(cap.sum() + rcap.sum() + src[src > 0].sum() + snk[snk > 0].sum()) + 1
+    if m_int >= 2**31:
+        raise ValueError("network: too many arcs for int32 max-flow; use method='pymaxflow'")
+    src = np.where(src < 0, m_int, src)
+    snk = np.where(snk < 0, m_int, snk)
+    ids = np.arange(n)
+    rows = np.concatenate([net.senders, net.receivers, np.full(n, s), ids])
+    cols = np.concatenate([net.receivers, net.senders, ids, np.full(n, t)])
+    vals = np.concatenate([cap, rcap, src, snk])
+    keep = vals > 0
+    C = sp.csr_array(
+        (vals[keep].astype(np.int32), (rows[keep], cols[keep])), shape=(n + 2, n + 2)
+    )
+    C.sum_duplicates()
+    result = csgraph.maximum_flow(C, s, t)
+    residual = sp.csr_array(C - result.flow)
+    residual.data[residual.data < 0] = 0
+    residual.eliminate_zeros()
+    reach = csgraph.breadth_first_order(residual, s, directed=True, return_predecessors=False)
+    side = np.zeros(n + 2, dtype=bool)
+    side[reach] = True
+    info = {"scale": scale, "rounding_bound": n_arcs / scale}
+    return side[:n], float(result.flow_value) / scale, info
+
+
+def _networkx(net: CutNetwork):
+    import networkx as nx
+
+    g = net.to_networkx()
+    residual = nx.algorithms.flow.preflow_push(g, "v+", "v-", capacity="capacity")
+    # nx.minimum_cut returns the *largest* source side (complement of the nodes that reach
+    # v-); step 4 wants the nodes reachable from v+ through unsaturated arcs.
+    open_arcs = nx.DiGraph(
+        (u, v) for u, v, d in residual.edges(data=True) if d["capacity"] - d["flow"] > 0
+    )
+    open_arcs.add_node("v+")
+    reachable = nx.descendants(open_arcs, "v+")
+    side = np.zeros(net.n_nodes, dtype=bool)
+    side[[v for v in reachable if v != "v-"]] = True
+    return side, float(residual.graph["flow_value"]), {}
+
+
+def minimum_cut(network: CutNetwork, method: str = "pymaxflow") -> CutResult:
+    """Minimum ``(v+, v-)`` cut of ``network`` with the smallest ``v+`` side (Sec. 2 step 4).
+
+    ``method``: ``"pymaxflow"`` (default, fastest measured), ``"scipy"`` or ``"networkx"``.
+    """
+    solvers = {"pymaxflow": _pymaxflow, "scipy": _scipy, "networkx": _networkx}
+    if method not in solvers:
+        raise ValueError(f"method: unknown max-flow method {method!r}; use one of {METHODS}")
+    start = time.perf_counter()
+    side, flow, info = solvers[method](network)
+    info = {"method": method, "seconds": time.perf_counter() - start, **info}
+    return CutResult(side, network.cut_value(side), flow + network.constant, info)
+
+
+def mincut_labels(graph, labels, observed=None, *, alpha: float = 1.0, method="pymaxflow"):
+    """Binary Graph Mincut (Sec. 2): ``labels`` 1 / 0 on observed nodes -> full labelling.
+
+    Returns ``(labels int64[n], CutResult)``; unlabelled nodes on the ``v+`` side get 1.
+    """
+    net = cut_network(graph, labels, observed, alpha=alpha)
+    result = minimum_cut(net, method)
+    labels = np.asarray(labels)
+    observed = labels >= 0 if observed is None else np.asarray(observed, dtype=bool)
+    out = np.where(observed, labels, result.source_side.astype(np.int64))
+    return out.astype(np.int64), result
+
+
+def alpha_expansion(
+    graph,
+    labels,
+    observed=None,
+    *,
+    n_classes: int | None = None,
+    unary=None,
+    init=None,
+    alpha: float = 1.0,
+    method: str = "pymaxflow",
+    max_sweeps: int = 20,
+):
+    """Alpha-expansion for the clamped Potts energy (multi-class mincut).
+
+    Each sweep tries every class as ``alpha_label`` and accepts a move when it lowers the
+    energy strictly. Starts from ``init`` (default: clamped labels, 0 elsewhere).
+    Returns ``(labels int64[n], info)`` with ``info = {energy, sweeps, moves, converged}``.
+    """
+    W = as_weight_matrix(graph)
+    labels = np.asarray(labels)
+    observed = labels >= 0 if observed is None else np.asarray(observed, dtype=bool)
+    W = scale_unlabelled_edges(W, observed, alpha)
+    C = int(n_classes if n_classes is not None else labels[observed].max() + 1)
+    f = np.where(observed, labels, 0) if init is None else np.asarray(init).copy()
+    f = np.where(observed, labels, f).astype(np.int64)
+    energy = potts_energy(W, f, unary)
+    moves, converged, sweeps = 0, False, 0
+    while sweeps < max_sweeps:
+        sweeps += 1
+        improved = False
+        for a in range(C):
+            result = minimum_cut(expansion_network(W, f, observed, a, unary), method)
+            candidate = np.where(result.source_side, a, f)
+            new = potts_energy(W, candidate, unary)
+            if new < energy - 1e-12 * max(abs(energy), 1.0):
+                f, energy, improved, moves = candidate, new, True, moves + 1
+        if not improved:
+            converged = True
+            break
+    info = {"energy": energy, "sweeps": sweeps, "moves": moves, "converged": converged}
+    return f, info
+
+
+def mincut_classify(graph, labels, observed=None, *, alpha=1.0, method="pymaxflow"):
+    """Mincut labelling for any number of classes: the binary cut of Sec. 2 when the
+    observed labels are {0, 1}, alpha-expansion otherwise. Returns ``(labels, info)``."""
+    labels = np.asarray(labels)
+    observed = labels >= 0 if observed is None else np.asarray(observed, dtype=bool)
+    if np.all(np.isin(labels[observed], (0, 1))):
+        out, result = mincut_labels(graph, labels, observed, alpha=alpha, method=method)
+        return out, {"energy": result.cut_value, **result.info}
+    return alpha_expansion(graph, labels, observed, alpha=alpha, method=method)
+
+
+def mincut_map(model, init=None, options=None):
+    """Optimizer protocol ``(model, init, options) -> (solution, info)``: exact MAP of a
+    clamped Potts model (``graphssl.models.potts.PottsModel``) with two classes by one
+    minimum cut, alpha-expansion (local, factor-2) for more. The field enters as unary
+    costs ``-beta theta``; ``options`` may hold ``method`` and ``max_sweeps``.
+    """
+    options = dict(options or {})
+    W = model.graph.to_scipy() * float(model.beta)
+    observed = np.asarray(model.observed, dtype=bool)
+    labels = np.where(observed, np.asarray(model.labels), -1)
+    unary = -float(model.beta) * np.asarray(model.field, dtype=np.float64)
+    unary = unary - unary.min(axis=1, keepdims=True)
+    f, info = alpha_expansion(
+        W,
+        labels,
+        observed,
+        n_classes=model.n_classes,
+        unary=unary if np.any(unary) else None,
+        init=init,
+        method=options.get("method", "pymaxflow"),
+        max_sweeps=options.get("max_sweeps", 20),
+    )
+    info = {
+        "iterations": info["sweeps"],
+        "residual": 0.0,
+        "exact": model.n_classes == 2,
+        **info,
+    }
+    return f, info
+
+
+def mincut_networkx(g, *, label: str = "label", weight: str = "weight", **kwargs):
+    """Mincut on a networkx graph: nodes carry ``label`` (0..C-1, or absent / -1 for
+    unlabelled); returns a copy whose nodes carry ``"mincut_label"``, with the cut value
+    in ``graph.graph["cut_value"]``."""
+    import networkx as nx
+
+    nodes = list(g.nodes)
+    W = nx.to_scipy_sparse_array(g, nodelist=nodes, weight=weight, format="csr")
+    y = np.array([g.nodes[v].get(label, -1) for v in nodes], dtype=np.int64)
+    out, info = mincut_classify(W, y, y >= 0, **kwargs)
+    h = g.copy()
+    nx.set_node_attributes(h, {v: int(c) for v, c in zip(nodes, out, strict=True)}, "mincut_label")
+    h.graph["cut_value"] = info["energy"]
+    return h
+
+
+def iterative_relabelling(graph, labels, observed=None, *, seed=0, max_sweeps: int = 1000):
+    """Fig. 4 baseline: random labelling of U, then single flips while the cut drops.
+
+    Sweeps visit the unlabelled nodes in a random order and flip a node when its weight to
+    the other class exceeds its weight to its own class (a strict decrease of the cut).
+    Stops at a local optimum (no improving flip). Returns ``(labels, info)`` with
+    ``info = {energy, sweeps, flips, converged}``.
+    """
+    W = as_weight_matrix(graph)
+    labels = np.asarray(labels)
+    observed = labels >= 0 if observed is None else np.asarray(observed, dtype=bool)
+    rng = np.random.default_rng(seed)
+    f = np.where(observed, labels, rng.integers(0, 2, labels.size)).astype(np.int64)
+    sign = np.where(f == 1, 1.0, -1.0)
+    field = np.asarray(W @ sign).ravel()  # sum_u w(x, u) f(u)
+    indptr, indices, data = W.indptr, W.indices, W.data
+    free = np.flatnonzero(~observed)
+    flips, converged, sweeps = 0, False, 0
+    while sweeps < max_sweeps:
+        sweeps += 1
+        changed = 0
+        for x in rng.permutation(free):
+            if sign[x] * field[x] < 0:  # disagrees with its weighted vote: flipping lowers cut
+                sign[x] = -sign[x]
+                lo, hi = indptr[x], indptr[x + 1]
+                field[indices[lo:hi]] += 2.0 * sign[x] * data[lo:hi]
+                changed += 1
+        flips += changed
+        if changed == 0:
+            converged = True
+            break
+    f = np.where(sign > 0, 1, 0)
+    info = {"energy": potts_energy(W, f), "sweeps": sweeps, "flips": flips, "converged": converged}
+    return f, info

@@ -1,0 +1,263 @@
+"""Walder's Dirichlet mixture of graph diffusions: exactness against enumeration.
+
+On a 5-node, 2-class graph (2 observed, 3 unobserved nodes) the joint over (y, beta) has
+2^3 * 5^5 = 25,000 states and is enumerated exactly. Each kernel is checked to leave the
+exact joint invariant: N exact draws are pushed through one application and the per-node
+(y_i, beta_i) tables and the joint table of the unobserved labels are compared with the
+exact ones; every cell must lie within 5 binomial standard errors (about 70 cells, so a
+false alarm has probability < 1e-4; the seeds are fixed). A full chain (sweep + both moves)
+is compared with the exact label marginals within 0.03 (autocorrelated draws).
+"""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from graphssl.graph import Graph
+from graphssl.inference import diffusion_mixture_sampler as dms
+from graphssl.models import diffusion_mixture as dm
+
+N_EXACT = 60_000
+M, C = 5, 2
+
+
+def _tiny_graph():
+    rows = [0, 1, 1, 2, 2, 3, 3, 4, 0, 2]
+    cols = [1, 0, 2, 1, 3, 2, 4, 3, 2, 0]
+    vals = [1.0, 1.0, 0.7, 0.7, 0.5, 0.5, 1.0, 1.0, 0.3, 0.3]
+    import scipy.sparse as sp
+
+    return Graph.from_scipy(sp.csr_matrix((vals, (rows, cols)), shape=(M, M)))
+
+
+def _model(**kw):
+    labels = np.array([0, -1, -1, -1, 1])
+    params = dict(tau=3.0, alpha=0.5, gamma=0.8, class_prior=[0.6, 0.4])
+    params.update(kw)
+    return dm.DirichletDiffusionMixture.create(_tiny_graph(), labels, C, **params)
+
+
+def _enumerate(model):
+    unobs = np.flatnonzero(~np.asarray(model.observed))
+    ys, bs = [], []
+    for yu in itertools.product(range(C), repeat=unobs.size):
+        y = np.asarray(model.labels).copy()
+        y[unobs] = yu
+        for b in itertools.product(range(M), repeat=M):
+            ys.append(y.copy())
+            bs.append(b)
+    ys, bs = jnp.asarray(np.array(ys), jnp.int32), jnp.asarray(np.array(bs), jnp.int32)
+    logp = _LOG_JOINT(model, ys, bs)
+    p = np.exp(np.asarray(logp) - np.max(logp))
+    return np.asarray(ys), np.asarray(bs), p / p.sum()
+
+
+def _tables(ys, bs, weights=None):
+    """Per-node (y_i, beta_i) tables [M, C*M] and the joint table of y_1..y_3 [8]."""
+    n = ys.shape[0]
+    w = np.full(n, 1.0 / n) if weights is None else weights
+    node = np.stack([np.bincount(ys[:, i] * M + bs[:, i], weights=w, minlength=C * M)
+                     for i in range(M)])
+    code = ys[:, 1] * 4 + ys[:, 2] * 2 + ys[:, 3]
+    return np.concatenate([node.ravel(), np.bincount(code, weights=w, minlength=8)])
+
+
+def _assert_tables_match(empirical, exact, n):
+    se = np.sqrt(np.maximum(exact * (1 - exact), 1e-12) / n)
+    z = np.abs(empirical - exact) / se
+    assert z.max() < 5.0, f"max z = {z.max():.2f} at cell {z.argmax()}"
+
+
+@pytest.fixture(scope="module")
+def setup():
+    model = _model()
+    ys, bs, p = _enumerate(model)
+    rng = np.random.default_rng(0)
+    idx = rng.choice(p.size, size=N_EXACT, p=p)
+    states = _states(model, ys[idx], bs[idx])
+    exact = _tables(ys, bs, p)
+    return model, states, exact
+
+
+@pytest.fixture(scope="module")
+def chains(setup):
+    model = setup[0]
+    return dms.sample_mixture(model, jax.random.PRNGKey(5), n_chains=8, n_iterations=3000,
+                              burn_in=100, thin=3, max_components=2)
+
+
+_SWEEP = jax.jit(jax.vmap(dms.gibbs_sweep, in_axes=(None, 0, 0)))
+_RESAMPLE = jax.jit(jax.vmap(dms.resample_component_move, in_axes=(None, 0, 0)))
+_RELABEL = jax.jit(jax.vmap(dms.relabel_components_move, in_axes=(None, 0, 0, None)),
+                   static_argnums=3)
+_REFINE = jax.jit(jax.vmap(dms.map_refine, in_axes=(None, 0)))
+_LOG_JOINT = jax.jit(jax.vmap(dm.log_joint, in_axes=(None, 0, 0)))
+_STATS = jax.jit(jax.vmap(dm.sufficient_statistics, in_axes=(None, 0, 0)))
+
+
+def _keys(seed, n):
+    return jax.random.split(jax.random.PRNGKey(seed), n)
+
+
+def _states(model, ys, bs):
+    ys, bs = jnp.asarray(ys, jnp.int32), jnp.asarray(bs, jnp.int32)
+    return dms.MixtureState(ys, bs, _STATS(model, ys, bs))
+
+
+def test_exact_draws_match_enumeration(setup):
+    model, states, exact = setup
+    _assert_tables_match(_tables(np.asarray(states.y), np.asarray(states.beta)), exact, N_EXACT)
+
+
+def test_gibbs_sweep_leaves_joint_invariant(setup):
+    model, states, exact = setup
+    new, probs = _SWEEP(model, _keys(1, N_EXACT), states)
+    _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
+    # clamped nodes keep their labels; the sweep's statistics equal a recomputation
+    assert np.all(np.asarray(new.y)[:, [0, 4]] == [0, 1])
+    ref = _STATS(model, new.y, new.beta)
+    for a, b in zip(ref, new.stats, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-12)
+
+
+def test_resample_move_leaves_joint_invariant(setup):
+    model, states, exact = setup
+    new, acc = _RESAMPLE(model, _keys(2, N_EXACT), states)
+    assert 0.05 < float(np.mean(acc)) < 0.95
+    _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
+    ref = _STATS(model, new.y, new.beta)
+    np.testing.assert_array_equal(np.asarray(ref.component_counts),
+                                  np.asarray(new.stats.component_counts))
+
+
+@pytest.mark.parametrize("max_components", [1, 3])
+def test_relabel_move_leaves_joint_invariant(setup, max_components):
+    model, states, exact = setup
+    new, acc = _RELABEL(model, _keys(3 + max_components, N_EXACT), states, max_components)
+    assert 0.05 < float(np.mean(acc)) < 0.95
+    _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
+
+
+def test_relabel_move_without_balancing_potential():
+    model = _model(balance=False, gamma=0.3, class_prior=[0.7, 0.3])
+    ys, bs, p = _enumerate(model)
+    idx = np.random.default_rng(1).choice(p.size, size=N_EXACT, p=p)
+    new, _ = _RELABEL(model, _keys(9, N_EXACT), _states(model, ys[idx], bs[idx]), 3)
+    _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)),
+                         _tables(ys, bs, p), N_EXACT)
+
+
+def test_pair_conditional_is_eq7_of_the_joint(setup):
+    """log p(y_i, beta_i | rest) from the O(mC) bookkeeping = differences of the full joint."""
+    model = setup[0]
+    y = jnp.array([0, 1, 0, 1, 1], jnp.int32)
+    beta = jnp.array([0, 0, 3, 3, 4], jnp.int32)
+    stats = dm.sufficient_statistics(model, y, beta)
+    for i in (1, 4):
+        removed = dm.remove_site(model, stats, i, y[i], beta[i])
+        cond = np.asarray(dm.pair_log_conditional(model, removed, i))
+        full = np.full((C, M), -np.inf)
+        for c in range(C):
+            for b in range(M):
+                if bool(model.observed[i]) and c != int(model.labels[i]):
+                    continue
+                full[c, b] = float(model.log_joint(y.at[i].set(c), beta.at[i].set(b)))
+        finite = np.isfinite(full)
+        np.testing.assert_array_equal(finite, np.isfinite(cond))
+        diff = cond[finite] - full[finite]
+        np.testing.assert_allclose(diff, diff[0], atol=1e-10)
+        back = dm.add_site(model, removed, i, y[i], beta[i])
+        for a, b in zip(back, stats, strict=True):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-12)
+
+
+def test_chain_marginals_match_enumeration(setup, chains):
+    model, samples = setup[0], chains
+    ys, bs, p = _enumerate(model)
+    exact_y = np.stack([np.bincount(ys[:, i], weights=p, minlength=C) for i in range(M)])
+    post = dms.posterior_mean_labels(samples)
+    np.testing.assert_allclose(post, exact_y, atol=0.03)
+    draws = np.asarray(samples.labels).reshape(-1, M)
+    emp = np.stack([np.bincount(draws[:, i], minlength=C) / draws.shape[0] for i in range(M)])
+    np.testing.assert_allclose(emp, exact_y, atol=0.03)
+    assert float(np.mean(samples.resample_accepted)) > 0.05
+    assert float(np.mean(samples.relabel_accepted)) > 0.05
+    # the best visited state is the best state of the records, and its joint is right
+    best = np.unravel_index(np.argmax(-np.asarray(samples.energy)), samples.energy.shape)
+    assert np.max(np.asarray(samples.map_log_joint)) >= -np.asarray(samples.energy)[best] - 1e-9
+    c = int(np.argmax(np.asarray(samples.map_log_joint)))
+    np.testing.assert_allclose(
+        float(model.log_joint(samples.map_y[c], samples.map_beta[c])),
+        float(samples.map_log_joint[c]), atol=1e-9)
+
+
+def test_map_refinement_never_lowers_the_joint(setup):
+    model, states, _ = setup
+    some = jax.tree.map(lambda x: x[:500], states)
+    refined, _ = _REFINE(model, some)
+    before = np.asarray(_LOG_JOINT(model, some.y, some.beta))
+    after = np.asarray(_LOG_JOINT(model, refined.y, refined.beta))
+    assert np.all(after >= before - 1e-10)
+    assert np.any(after > before + 1e-6)
+    assert np.all(np.asarray(refined.y)[:, [0, 4]] == [0, 1])
+    # refined states are fixed points of the greedy sweep
+    again, _ = _REFINE(model, refined)
+    np.testing.assert_array_equal(np.asarray(again.y), np.asarray(refined.y))
+    np.testing.assert_array_equal(np.asarray(again.beta), np.asarray(refined.beta))
+
+
+def test_map_estimate_reaches_the_mode_on_the_tiny_graph(setup, chains):
+    model, samples = setup[0], chains
+    ys, bs, p = _enumerate(model)
+    y, lj, _ = dms.map_estimate(model, samples)
+    mode = int(np.argmax(p))
+    np.testing.assert_array_equal(y, ys[mode])
+    np.testing.assert_allclose(lj, float(model.log_joint(ys[mode], bs[mode])), atol=1e-9)
+
+
+def test_bookkeeping_on_a_larger_graph():
+    rng = np.random.default_rng(3)
+    from graphssl.graph import knn_graph
+
+    X = rng.normal(size=(40, 3))
+    labels = -np.ones(40, int)
+    labels[:6] = [0, 1, 2, 0, 1, 2]
+    model = dm.DirichletDiffusionMixture.create(knn_graph(X, 4, sigma="walder"), labels, 3,
+                                                gamma=0.8, laplacian_kind="walder")
+    state = dms.init_state(model, jax.random.PRNGKey(0))
+    sweep = jax.jit(dms.gibbs_sweep)
+    for t in range(3):
+        state, _ = sweep(model, jax.random.PRNGKey(t), state)
+    ref = dm.sufficient_statistics(model, state.y, state.beta)
+    np.testing.assert_array_equal(np.asarray(ref.class_counts), np.asarray(state.stats.class_counts))
+    np.testing.assert_array_equal(np.asarray(ref.component_counts),
+                                  np.asarray(state.stats.component_counts))
+    np.testing.assert_allclose(np.asarray(ref.laplacian_indicators),
+                               np.asarray(state.stats.laplacian_indicators), atol=1e-12)
+    D = np.exp(np.asarray(model.log_diffusion))
+    np.testing.assert_allclose(D.sum(axis=0), 1.0, atol=1e-9)
+
+
+def test_large_gamma_gives_no_nan(setup):
+    model = _model(gamma=1e4, tau=0.01)
+    new, probs = _SWEEP(model, _keys(11, N_EXACT), setup[1])
+    assert np.all(np.isfinite(np.asarray(probs)))
+    assert np.all(np.isfinite(np.asarray(_LOG_JOINT(model, new.y, new.beta))))
+
+
+def test_bad_input_raises():
+    g = _tiny_graph()
+    with pytest.raises(ValueError, match="alpha"):
+        dm.DirichletDiffusionMixture.create(g, np.array([0, -1, -1, -1, 1]), alpha=0.0)
+    with pytest.raises(ValueError, match="class_prior"):
+        dm.DirichletDiffusionMixture.create(g, np.array([0, -1, -1, -1, 1]),
+                                            class_prior=[1.0, 0.0])
+    with pytest.raises(ValueError, match="labels"):
+        dm.DirichletDiffusionMixture.create(g, np.array([0, 1]))
+    with pytest.raises(ValueError, match="tau"):
+        dm.diffusion_pmfs(g, -1.0)
+    with pytest.raises(ValueError, match="thin"):
+        dms.sample_mixture(_model(), jax.random.PRNGKey(0), n_iterations=2, thin=3)
