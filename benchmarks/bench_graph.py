@@ -157,13 +157,16 @@ def worker(spec: dict) -> dict:
         tracemalloc.stop()
         return {"traced_peak_bytes": int(peak)}
     base_kb = _rss_now_kb()
-    t0 = time.perf_counter()
-    ind, dist = run(X, k)
-    seconds = time.perf_counter() - t0
+    times = []
+    for _ in range(spec["repeats"]):
+        t0 = time.perf_counter()
+        ind, dist = run(X, k)
+        times.append(time.perf_counter() - t0)
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if ind is not None:
         np.save(spec["out"], np.asarray(dist, dtype=np.float64))
-    return {"seconds": seconds, "rss_delta_bytes": max(0, (peak_kb - base_kb) * 1024),
+    return {"seconds": min(times), "seconds_median": float(np.median(times)), "times": times,
+            "rss_delta_bytes": max(0, (peak_kb - base_kb) * 1024),
             "n": int(X.shape[0]), "d": int(X.shape[1])}
 
 
@@ -205,18 +208,21 @@ def _device() -> str:
     return f"{cpu}, {os.cpu_count()} cores"
 
 
-def run_benchmark(sets, k, methods, data_dir, quick, timeout):
+def run_benchmark(sets, k, methods, data_dir, quick, timeout, repeats):
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in sets:
             exact = None
             for method in methods:
                 spec = {"set": name, "k": k, "method": method, "data_dir": str(data_dir),
-                        "quick": quick, "trace": False, "out": f"{tmp}/{name}_{method}.npy"}
+                        "quick": quick, "trace": False, "repeats": repeats,
+                        "out": f"{tmp}/{name}_{method}.npy"}
                 res = _spawn(spec, timeout)
                 if "error" not in res:
                     traced = _spawn({**spec, "trace": True}, timeout)
-                    res.update(traced if "error" not in traced else {"traced_error": traced["error"]})
+                    if "error" in traced:
+                        traced = {"traced_error": traced["error"]}
+                    res.update(traced)
                     if os.path.exists(spec["out"]):
                         dist = np.load(spec["out"])
                         if method in ("graphssl_kdtree", "graphssl_brute") and exact is None:
@@ -252,12 +258,14 @@ def _mb(x):
 def _row_text(r):
     if "error" in r:
         return f"{r['set']:10s} {r['method']:26s} ERROR {r['error']}"
-    return (f"{r['set']:10s} {r['method']:26s} {r['seconds']:9.3f} s  rss+ {_mb(r.get('rss_delta_bytes'))} MB"
-            f"  traced {_mb(r.get('traced_peak_bytes'))} MB  recall {r.get('recall', float('nan')):.4f}")
+    return (f"{r['set']:10s} {r['method']:26s} {r['seconds']:9.3f} s"
+            f"  rss+ {_mb(r.get('rss_delta_bytes'))} MB"
+            f"  traced {_mb(r.get('traced_peak_bytes'))} MB"
+            f"  recall {r.get('recall', float('nan')):.4f}")
 
 
 def print_table(rows, k):
-    head = (f"| set | n x d | method | exact | time (s) | x sklearn | peak RSS + (MB) | "
+    head = (f"| set | n x d | method | exact | time (s, min) | x sklearn | peak RSS + (MB) | "
             f"traced peak (MB) | no n x n | recall@{k} |")
     print(head)
     print("|" + "---|" * 10)
@@ -267,10 +275,11 @@ def print_table(rows, k):
             print(f"| {r['set']} | | {r['method']} | {exact} | {r['error']} | | | | | |")
             continue
         ratio = r.get("time_vs_sklearn")
-        print(f"| {r['set']} | {r['n']} x {r['d']} | {r['method']} | {exact} | {r['seconds']:.3f} | "
-              f"{'-' if ratio is None else f'{ratio:.2f}'} | {_mb(r.get('rss_delta_bytes')).strip()} | "
-              f"{_mb(r.get('traced_peak_bytes')).strip()} | {r.get('no_nxn_array', '-')} | "
-              f"{r.get('recall', float('nan')):.4f} |")
+        cells = [r["set"], f"{r['n']} x {r['d']}", r["method"], exact, f"{r['seconds']:.3f}",
+                 "-" if ratio is None else f"{ratio:.2f}", _mb(r.get("rss_delta_bytes")).strip(),
+                 _mb(r.get("traced_peak_bytes")).strip(), r.get("no_nxn_array", "-"),
+                 f"{r.get('recall', float('nan')):.4f}"]
+        print("| " + " | ".join(str(c) for c in cells) + " |")
 
 
 def main(argv=None):
@@ -281,12 +290,14 @@ def main(argv=None):
     parser.add_argument("--data-dir", default=os.environ.get("GRAPHSSL_DATA", str(DEFAULT_DATA)))
     parser.add_argument("--quick", action="store_true", help="3000-point subsets (smoke test)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per method run")
+    parser.add_argument("--repeats", type=int, default=3, help="timed calls per method (min)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
         return
-    rows = run_benchmark(args.sets, args.k, args.methods, args.data_dir, args.quick, args.timeout)
+    rows = run_benchmark(args.sets, args.k, args.methods, args.data_dir, args.quick,
+                         args.timeout, args.repeats)
     print()
     print_table(rows, args.k)
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -29,44 +29,59 @@ import numpy as np
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def knn_problem(n: int, *, k: int = 10, seed: int = 0):
-    """Two overlapping Gaussian classes in 3-D (means 2 apart, unit variance), so the
-    minimum cut is far from trivial; exp(-d/scale) kNN weights, N/100 labels."""
+INSTANCES = {
+    "regions_noisy": "8 k-regions planes 4 spacings apart, 5 % of the labels flipped",
+    "regions_touching": "8 k-regions planes 0.5 spacing apart (classes touch)",
+    "gaussians": "two unit Gaussians in 3-D, means 2 apart (classes overlap)",
+}
+
+
+def knn_problem(n: int, kind: str = "regions_noisy", *, k: int = 10, seed: int = 0):
+    """One benchmark instance (see ``INSTANCES``): kNN graph (k = 10, max-symmetrised)
+    with ``w = exp(-d / scale)``, scale = mean k-th neighbour distance, N / 100 labels."""
     from scipy.spatial import cKDTree
 
+    from graphssl.data import k_regions
     from graphssl.models.mincut import exponential_knn_weights
 
     rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    X = rng.normal(size=(n, 3))
-    X[:, 0] += 2.0 * y
+    spacing = 1.0 / np.sqrt(n / 8)  # mean in-plane spacing of the k-regions points
+    if kind == "gaussians":
+        y = rng.integers(0, 2, n)
+        X = rng.normal(size=(n, 3))
+        X[:, 0] += 2.0 * y
+    else:
+        gap = 4.0 * spacing if kind == "regions_noisy" else 0.5 * spacing
+        data = k_regions(n, n_labeled=0, delta=gap, seed=seed)
+        X, y = data.X, data.y
     t0 = time.perf_counter()
     dist, idx = cKDTree(X).query(X, k=k + 1, workers=-1)
-    scale = float(np.mean(dist[:, -1]))
-    W = exponential_knn_weights(idx[:, 1:], dist[:, 1:], scale)
+    W = exponential_knn_weights(idx[:, 1:], dist[:, 1:], float(np.mean(dist[:, -1])))
     t_graph = time.perf_counter() - t0
-    rng = np.random.default_rng(seed)
     labels = -np.ones(n, dtype=np.int64)
     picked = rng.choice(n, max(n // 100, 2), replace=False)
     labels[picked] = y[picked]
+    if kind == "regions_noisy":
+        flip = picked[: max(len(picked) // 20, 1)]
+        labels[flip] = 1 - labels[flip]
     return W, labels, y, t_graph
 
 
-def run_speed(sizes, methods, nx_limit_s: float = 120.0):
+def run_speed(sizes, methods, kind, nx_limit_s: float = 120.0):
     from graphssl.inference.maxflow import minimum_cut
     from graphssl.models.mincut import cut_network
 
     rows = []
     nx_estimate = 0.0
     for n in sizes:
-        W, labels, y, t_graph = knn_problem(n)
+        W, labels, y, t_graph = knn_problem(n, kind)
         t0 = time.perf_counter()
         net = cut_network(W, labels)
         t_net = time.perf_counter() - t0
         reference = None
         for method in methods:
-            row = {"n": n, "edges": int(W.nnz // 2), "method": method, "graph_s": t_graph,
-                   "network_s": t_net}
+            row = {"n": n, "kind": kind, "edges": int(W.nnz // 2), "method": method,
+                   "graph_s": t_graph, "network_s": t_net}
             if method == "networkx" and nx_estimate > nx_limit_s:
                 row.update(skipped=f"extrapolated {nx_estimate:.0f} s > {nx_limit_s:.0f} s")
                 rows.append(row)
@@ -87,24 +102,24 @@ def run_speed(sizes, methods, nx_limit_s: float = 120.0):
                 rounding_bound=result.info.get("rounding_bound"),
             )
             if method == "networkx":
-                nx_estimate = result.info["seconds"] * 10 * 1.3  # next size is 10x larger
+                nx_estimate = result.info["seconds"] * 20  # next size 10x; measured ~20x
             rows.append(row)
             print(_fmt(row), flush=True)
     for n in sizes:
-        base = [r for r in rows if r["n"] == n and r["method"] == "pymaxflow" and "solve_s" in r]
+        base = [r for r in rows if r["n"] == n and r["method"] == methods[0] and "solve_s" in r]
         for r in rows:
             if r["n"] == n and "solve_s" in r and base:
-                r["ratio_vs_pymaxflow"] = r["solve_s"] / base[0]["solve_s"]
+                r["ratio_vs_first"] = r["solve_s"] / base[0]["solve_s"]
     return rows
 
 
 def _fmt(row):
     if "skipped" in row:
-        return f"N={row['n']:>8} {row['method']:>10}: skipped ({row['skipped']})"
+        return f"{row['kind']} N={row['n']:>8} {row['method']:>10}: skipped ({row['skipped']})"
     bound = row.get("rounding_bound")
     extra = f" rounding bound {bound:.3g}" if bound else ""
     return (
-        f"N={row['n']:>8} E={row['edges']:>9} {row['method']:>10}: solve {row['solve_s']:8.2f} s"
+        f"{row['kind']} N={row['n']:>8} E={row['edges']:>9} {row['method']:>10}: solve {row['solve_s']:8.2f} s"
         f" (graph {row['graph_s']:.2f} s, network {row['network_s']:.2f} s) cut "
         f"{row['cut_value']:.6g} gap {row['relative_gap']:+.2e} same={row['same_labels']}"
         f" acc {row['accuracy']:.3f}{extra}"
@@ -151,12 +166,13 @@ def main(argv=None):
     speed = sub.add_parser("speed")
     speed.add_argument("--sizes", type=int, nargs="+", default=[10**4, 10**5, 10**6])
     speed.add_argument("--methods", nargs="+", default=["pymaxflow", "scipy", "networkx"])
+    speed.add_argument("--kinds", nargs="+", default=list(INSTANCES))
     table = sub.add_parser("table1")
     table.add_argument("--trials", type=int, default=10)
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.what == "speed":
-        rows = run_speed(args.sizes, args.methods)
+        rows = [r for kind in args.kinds for r in run_speed(args.sizes, args.methods, kind)]
         path = RESULTS / "mincut_speed.json"
     else:
         rows = run_table1(args.trials)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import importlib.resources
 import importlib.util
 import os
@@ -62,6 +63,7 @@ __all__ = [
     "fixed_splits",
     "mask_labels",
     "unlabeled_indices",
+    "subsample",
 ]
 
 LABEL_RATES = tuple(round(0.02 * i, 2) for i in range(1, 11))  # Bergamim & Breve: 2 %..20 %
@@ -279,6 +281,25 @@ def swiss_roll(
     )
 
 
+@functools.cache
+def _sklearn_digits() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's bundled 8x8 digits (1797 x 64, values 0..16) and their targets.
+
+    Read straight from ``sklearn/datasets/data/digits.csv.gz`` when present (importing
+    ``sklearn.datasets`` costs seconds), else through ``sklearn.datasets.load_digits``.
+    """
+    spec = importlib.util.find_spec("sklearn")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = pathlib.Path(root) / "datasets" / "data" / "digits.csv.gz"
+        if path.is_file():
+            table = np.loadtxt(path, delimiter=",")
+            return table[:, :-1], table[:, -1].astype(int)
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    return digits.data, digits.target
+
+
 def digits_1v2(n: int | None = None, *, seed: int = 0) -> Dataset:
     """Handwritten '1 vs 2', 8x8 pixels (64 features), Zhu & Lafferty (2005) Sec. 4.2.
 
@@ -287,11 +308,9 @@ def digits_1v2(n: int | None = None, *, seed: int = 0) -> Dataset:
     class 1 = digit 2. ``n`` (optional) draws a stratified subset. Split ``labeled_10``:
     20 random stratified trials with l = 10, as in the paper.
     """
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    keep = np.isin(digits.target, [1, 2])
-    X, y = digits.data[keep] / 16.0, (digits.target[keep] == 2).astype(int)
+    data, target = _sklearn_digits()
+    keep = np.isin(target, [1, 2])
+    X, y = data[keep] / 16.0, (target[keep] == 2).astype(int)
     if n is not None:
         n = _check_size(n, "n", 2)
         if n > len(y):
@@ -826,6 +845,20 @@ def mask_labels(y, labeled_idx) -> np.ndarray:
     out = np.full(len(y), -1, dtype=np.int64)
     out[idx] = y[idx]
     return out
+
+
+def subsample(dataset: Dataset, n: int, *, seed=0, stratify: bool = True) -> Dataset:
+    """A random ``n``-point subset of ``dataset`` (class proportions kept, every class present).
+
+    E.g. Walder's parameter study: 100 points of Digit1, 20 repeats. The shipped splits refer
+    to the full set and are dropped; ``extra['subset_idx']`` holds the chosen rows (sorted).
+    """
+    idx = random_split(dataset.y, n_labeled=n, seed=seed, stratify=stratify)
+    X = dataset.X[idx]
+    sparse = None if dataset.sparse is None else dataset.sparse[idx]
+    return Dataset(X=X, y=dataset.y[idx], name=f"{dataset.name}[{n}]", classes=dataset.classes,
+                   sparse=sparse, extra={"subset_idx": idx},
+                   description=f"{n}-point subset of {dataset.name} (seed {seed})")
 
 
 def unlabeled_indices(n: int, labeled_idx) -> np.ndarray:

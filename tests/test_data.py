@@ -321,3 +321,22 @@ def test_generator_argument_errors():
         D.digits_1v2(n=1000)
     with pytest.raises(ValueError, match="name must be a string"):
         D.load_dataset(3)
+
+
+def test_subsample_keeps_classes(generated):
+    five = generated["five_gaussians"]
+    sub = D.subsample(five, 100, seed=2)
+    assert sub.X.shape == (100, 2) and not sub.splits
+    np.testing.assert_array_equal(np.bincount(sub.y), [40, 20, 20, 10, 10])
+    np.testing.assert_array_equal(sub.X, five.X[sub.extra["subset_idx"]])
+    with pytest.raises(ValueError, match="n_labeled must be"):
+        D.subsample(five, 5000)
+
+
+def test_digits_shortcut_equals_sklearn_loader(generated):
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    keep = np.isin(digits.target, [1, 2])
+    np.testing.assert_array_equal(generated["digits_1v2"].X, digits.data[keep] / 16.0)
+    np.testing.assert_array_equal(generated["digits_1v2"].y, digits.target[keep] == 2)

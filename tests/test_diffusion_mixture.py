@@ -232,7 +232,8 @@ def test_bookkeeping_on_a_larger_graph():
     for t in range(3):
         state, _ = sweep(model, jax.random.PRNGKey(t), state)
     ref = dm.sufficient_statistics(model, state.y, state.beta)
-    np.testing.assert_array_equal(np.asarray(ref.class_counts), np.asarray(state.stats.class_counts))
+    np.testing.assert_array_equal(np.asarray(ref.class_counts),
+                                  np.asarray(state.stats.class_counts))
     np.testing.assert_array_equal(np.asarray(ref.component_counts),
                                   np.asarray(state.stats.component_counts))
     np.testing.assert_allclose(np.asarray(ref.laplacian_indicators),
@@ -261,3 +262,14 @@ def test_bad_input_raises():
         dm.diffusion_pmfs(g, -1.0)
     with pytest.raises(ValueError, match="thin"):
         dms.sample_mixture(_model(), jax.random.PRNGKey(0), n_iterations=2, thin=3)
+
+
+def test_blocked_inverse_cdf_is_exact():
+    rng = np.random.default_rng(0)
+    w = rng.random(101) * (rng.random(101) < 0.6)
+    u = jax.random.uniform(jax.random.PRNGKey(0), (N_EXACT,))
+    k = np.asarray(jax.jit(jax.vmap(dms._inverse_cdf, in_axes=(None, 0)))(jnp.asarray(w), u))
+    freq = np.bincount(k, minlength=w.size) / k.size
+    p = w / w.sum()
+    assert np.all(freq[p == 0] == 0)
+    assert np.all(np.abs(freq - p) < 5 * np.sqrt(p * (1 - p) / k.size) + 1e-12)

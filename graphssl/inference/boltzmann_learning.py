@@ -210,6 +210,7 @@ def enumerate_moments(model: BoltzmannMRF, chunk: int = 2**13) -> Moments:
     return Moments(pair[g.senders, g.receivers], node, log_z, best, best_lw)
 
 
+@jax.jit
 def sampled_moments(model: BoltzmannMRF, labels) -> Moments:
     """Monte-Carlo moments from label draws ``labels[..., n]`` (any leading axes) of a
     chain targeting ``model`` (Eq. 26)."""
@@ -256,6 +257,7 @@ def exact_log_likelihood(problem: BoltzmannProblem, theta, template: BoltzmannMR
     return mc.log_z - mu.log_z + offset, mc, mu
 
 
+@jax.jit
 def log_likelihood_estimate(clamped: BoltzmannMRF, offset, unclamped_draws) -> jax.Array:
     """Crude estimate of ``log P(O_L)`` from unclamped draws, Eq. (27):
     ``log mean_n P(O_L | Y^n)``; ``P(O_L|Y) = [Y_L = O_L]`` for the basic model and
@@ -292,7 +294,8 @@ class ThetaPrior:
 
     * ``alpha_d ~ N(length_scale_mean[d], length_scale_std^2)``: a log-normal prior on the
       squared length scales ``e^{alpha_d}``; ``length_scale_mean`` defaults (``None``) to the
-      log of the median squared difference of each feature;
+      log of the median squared difference of each feature (give a tuple: the prior is
+      hashed as a static argument of the compiled objective);
     * ``alpha_0 ~ N(0, alpha0_std^2)``; ``beta_c ~ N(0, beta_std^2)`` (only differences matter);
     * ``gamma ~ N(gamma_mean, gamma_std^2)`` with ``gamma_mean = log log 9``: a label is right
       9 times as often as a particular wrong class, and the ``gamma -> -inf`` collapse of
@@ -310,6 +313,8 @@ class ThetaPrior:
         mean = self.length_scale_mean
         if mean is None:
             mean = jnp.log(jnp.median(geometry.sq_diff, axis=0) + 1e-12)
+        else:
+            mean = jnp.asarray(mean)
         z = [
             (theta.log_length_scales - mean) / self.length_scale_std,
             jnp.atleast_1d(theta.alpha0) / self.alpha0_std,
@@ -317,6 +322,11 @@ class ThetaPrior:
             jnp.atleast_1d(theta.gamma - self.gamma_mean) / self.gamma_std,
         ]
         return -0.5 * sum(jnp.sum(jnp.square(v)) for v in z)
+
+
+@partial(jax.jit, static_argnums=0)
+def _prior_value_and_grad(prior, theta, geometry: PairGeometry):
+    return jax.value_and_grad(log_prior, argnums=1)(prior, theta, geometry)
 
 
 def log_prior(prior, theta, geometry: PairGeometry):
@@ -443,13 +453,13 @@ class GradientOracle:
         self.n_calls += 1
         clamped, _, offset, mc, mu, draws = self.moments(theta)
         g_lik = gradient(theta, self.template, self.problem.geometry, mc, mu)
-        g_prior = jax.grad(log_prior, argnums=1)(self.prior, theta, self.problem.geometry)
+        lp, g_prior = _prior_value_and_grad(self.prior, theta, self.problem.geometry)
         grad = jax.tree_util.tree_map(jnp.add, g_lik, g_prior)
         if draws is None:
             loglik = mc.log_z - mu.log_z + offset
         else:
             loglik = log_likelihood_estimate(clamped, offset, draws)
-        value = loglik + log_prior(self.prior, theta, self.problem.geometry)
+        value = loglik + lp
         return float(value), grad, {"log_likelihood": float(loglik), "clamped": mc}
 
 

@@ -6,9 +6,10 @@ global step index: a run stopped after ``m`` draws and resumed with ``resume=sam
 exactly the draws of an uninterrupted run, and chunking the scan (for the progress bar) does
 not change them either.
 
-Every step also evaluates ``model.energy`` of the new state and keeps the lowest-energy state
-visited per chain (the MAP candidate of Walder Sec. 5, refined by
-:func:`graphssl.inference.icm.iterated_conditional_modes`).
+Every retained draw also gets ``model.energy`` (computed once per draw, not per step, so
+thinning saves its cost) and each chain keeps its lowest-energy draw: the MAP candidate of
+Walder Sec. 5 ("the most likely state visited", here among the retained draws and the
+starting state), refined by :func:`graphssl.inference.icm.iterated_conditional_modes`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Samples(NamedTuple):
       stats: ``dict[str, [chains, draws]]`` move statistics of the kernel's ``info``; with
         ``thin > 1`` the mean over the ``thin`` steps leading to the draw.
       final_state: batched kernel state after the last step (leading axis = chains).
-      map_labels: ``int32[n]`` lowest-energy state visited by any chain (burn-in included).
+      map_labels: ``int32[n]`` lowest-energy retained draw (or start) over all chains.
       map_energy: its energy.
       chain_map_labels: ``int32[chains, n]``; chain_map_energy: ``float[chains]``.
       chain_keys: per-chain PRNG keys (for resuming).
@@ -64,14 +65,9 @@ def storage_dtype(n_classes: int):
     return jnp.int32
 
 
-def _step_fn(kernel, model, chain_key, carry, t):
-    state, best_e, best_y = carry
-    state, info = kernel.step(model, jax.random.fold_in(chain_key, t), state)
-    energy = model.energy(state.labels)
+def _track_map(state, best_e, best_y, energy):
     better = energy < best_e
-    best_e = jnp.where(better, energy, best_e)
-    best_y = jnp.where(better, state.labels, best_y)
-    return (state, best_e, best_y), (energy, info)
+    return jnp.where(better, energy, best_e), jnp.where(better, state.labels, best_y)
 
 
 def _window(d, start, n_burn, thin):
@@ -99,8 +95,8 @@ def _run_fn(kernel, n_draws: int, thin: int, dtype):
             begin, end = _window(d, start, n_burn, thin)
 
             def body(t, inner):
-                c, acc, energy = inner
-                c, (energy, info) = _step_fn(kernel, model, chain_key, c, t)
+                state, acc = inner
+                state, info = kernel.step(model, jax.random.fold_in(chain_key, t), state)
                 if thin == 1:
                     acc = info
                 else:
@@ -108,12 +104,14 @@ def _run_fn(kernel, n_draws: int, thin: int, dtype):
                     acc = jax.tree_util.tree_map(
                         lambda a, v: a + jnp.where(keep, v.astype(jnp.float32), 0.0), acc, info
                     )
-                return c, acc, energy
+                return state, acc
 
-            c, acc, energy = jax.lax.fori_loop(begin, end, body, (c, zeros, c[1] * 0))
+            state, acc = jax.lax.fori_loop(begin, end, body, (c[0], zeros))
+            energy = model.energy(state.labels)
+            c = (state, *_track_map(state, c[1], c[2], energy))
             if thin > 1:
                 acc = jax.tree_util.tree_map(lambda a: a / thin, acc)
-            return c, (c[0].labels.astype(dtype), energy, acc)
+            return c, (state.labels.astype(dtype), energy, acc)
 
         return jax.lax.scan(draw, carry, jnp.arange(n_draws))
 
@@ -161,7 +159,7 @@ def _initial_carry(kernel, model, key, n_chains, init_labels):
     if init_labels is None:
         return chain_keys, _init_fn(kernel, False)(model, init_keys, None)
     init_labels = jnp.asarray(init_labels, jnp.int32)
-    if init_labels.ndim == 1:
+    if init_labels.shape == (model.n_nodes,):
         init_labels = jnp.broadcast_to(init_labels, (n_chains, model.n_nodes))
     if init_labels.shape != (n_chains, model.n_nodes):
         raise ValueError(
@@ -292,4 +290,5 @@ def label_marginals(samples, n_classes: int | None = None) -> jax.Array:
     flat = labels.reshape(-1, labels.shape[-1])
     if flat.shape[0] == 0:
         raise ValueError("samples holds no draws; run with n_samples >= 1")
-    return jnp.stack([jnp.mean(flat == c, axis=0) for c in range(n_classes)], axis=1)
+    counts = [jnp.sum(flat == c, axis=0, dtype=jnp.int32) for c in range(n_classes)]
+    return jnp.stack(counts, axis=1).astype(jnp.result_type(float)) / flat.shape[0]

@@ -59,16 +59,22 @@ class MixtureState(NamedTuple):
     stats: MixtureStats
 
 
-def init_state(model: DirichletDiffusionMixture, key, y=None, beta=None) -> MixtureState:
-    """Start state: observed labels clamped; unobserved ``y_i ~ eta`` and ``beta_i`` uniform
-    over vertices unless given (distinct keys give chains started apart)."""
+def init_state(model: DirichletDiffusionMixture, key, y=None, beta=None,
+               init_beta: str = "random") -> MixtureState:
+    """Start state: observed labels clamped; unobserved ``y_i ~ eta`` unless given (distinct
+    keys give chains started apart); ``beta`` given, or ``init_beta="random"`` (uniform over
+    vertices) or ``"self"`` (``beta_i = i``: every point its own centre)."""
     m = model.n_nodes
     k_y, k_b = jax.random.split(key)
     if y is None:
         y = jax.random.categorical(k_y, model.log_eta, shape=(m,))
     y = jnp.where(model.observed, model.labels, jnp.asarray(y)).astype(jnp.int32)
-    if beta is None:
+    if beta is None and init_beta == "self":
+        beta = jnp.arange(m)
+    elif beta is None and init_beta == "random":
         beta = jax.random.randint(k_b, (m,), 0, m)
+    elif beta is None:
+        raise ValueError(f"init_beta: use 'random' or 'self', got {init_beta!r}")
     beta = jnp.asarray(beta, jnp.int32)
     return MixtureState(y, beta, sufficient_statistics(model, y, beta))
 
@@ -77,9 +83,30 @@ def init_state(model: DirichletDiffusionMixture, key, y=None, beta=None) -> Mixt
 
 
 def _inverse_cdf(weights, u):
-    """Index k with prob weights[k] / sum(weights) from one uniform u (linear scan, O(n))."""
-    cum = jnp.cumsum(weights)
-    return jnp.minimum(jnp.sum(cum <= u * cum[-1]), weights.shape[0] - 1).astype(jnp.int32)
+    """Index k with prob weights[k] / sum(weights) from one uniform u, in O(n).
+
+    XLA's cumsum on CPU costs O(n^2) (reduce-window), so long vectors are cut into about
+    sqrt(n) blocks: prefix sums of the block totals and of the chosen block are small
+    lower-triangular mat-vecs (O(n) in all)."""
+    n = weights.shape[0]
+    if n <= 16:
+        cum = jnp.cumsum(weights)
+        return jnp.minimum(jnp.sum(cum <= u * cum[-1]), n - 1).astype(jnp.int32)
+    width = int(np.ceil(np.sqrt(n)))
+    n_blocks = -(-n // width)
+    blocks = jnp.pad(weights, (0, n_blocks * width - n)).reshape(n_blocks, width)
+    tri_b = jnp.tril(jnp.ones((n_blocks, n_blocks), weights.dtype))
+    tri_w = jnp.tril(jnp.ones((width, width), weights.dtype))
+    cum_blocks = tri_b @ jnp.sum(blocks, axis=1)
+    target = u * cum_blocks[-1]
+    b = jnp.minimum(jnp.sum(cum_blocks <= target), n_blocks - 1)
+    before = jnp.where(b > 0, cum_blocks[jnp.maximum(b - 1, 0)], 0.0)
+    row = blocks[b]
+    cum_row = tri_w @ row
+    j = jnp.sum(cum_row <= target - before)
+    # float rounding can step past the block's last positive weight: clamp onto it
+    last = jnp.max(jnp.where(row > 0, jnp.arange(width), 0))
+    return jnp.minimum(b * width + jnp.minimum(j, last), n - 1).astype(jnp.int32)
 
 
 def _site_update(model, greedy: bool, carry, inputs):
@@ -366,11 +393,12 @@ def _run_chain(model, key, state, n_iterations, burn_in, thin, max_components, m
 
 
 @partial(jax.jit, static_argnames=("n_chains", "n_iterations", "burn_in", "thin",
-                                   "max_components", "moves"))
-def _sample_jit(model, key, n_chains, n_iterations, burn_in, thin, max_components, moves):
+                                   "max_components", "moves", "init_beta"))
+def _sample_jit(model, key, n_chains, n_iterations, burn_in, thin, max_components, moves,
+                init_beta):
     def one_model(model, key):
         keys = jax.random.split(key, 2 * n_chains).reshape(2, n_chains, -1)
-        states = jax.vmap(partial(init_state, model))(keys[0])
+        states = jax.vmap(partial(init_state, model, init_beta=init_beta))(keys[0])
         run = partial(_run_chain, model, n_iterations=n_iterations, burn_in=burn_in,
                       thin=thin, max_components=max_components, moves=moves)
         return jax.vmap(run)(keys[1], states)
@@ -383,13 +411,15 @@ def _sample_jit(model, key, n_chains, n_iterations, burn_in, thin, max_component
 
 def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
                    n_iterations: int = 1000, burn_in: int = 100, thin: int = 1,
-                   max_components: int = 2, moves: tuple[bool, bool] = (True, True)):
+                   max_components: int = 2, moves: tuple[bool, bool] = (True, True),
+                   init_beta: str = "random"):
     """Run ``n_chains`` chains of Walder's sampler (fully JIT-compiled, vmapped over chains).
 
     A model whose leaves carry a leading axis (``stack_models``) is vmapped over it too
     (one batch for many splits / hyper-parameters; the shapes must agree). Chains start
     apart (random labels and centres). ``n_iterations`` is rounded down to a multiple of
-    ``thin``; ``max_components`` is R of Sec. 4.2. Returns :class:`MixtureSamples`.
+    ``thin``; ``max_components`` is R of Sec. 4.2; ``init_beta`` see :func:`init_state`.
+    Returns :class:`MixtureSamples`.
     """
     for name, value in (("n_chains", n_chains), ("n_iterations", n_iterations),
                         ("thin", thin), ("max_components", max_components)):
@@ -400,12 +430,27 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
     if n_iterations < thin:
         raise ValueError(f"n_iterations: must be >= thin={thin}, got {n_iterations}")
     return _sample_jit(model, key, int(n_chains), int(n_iterations), int(burn_in), int(thin),
-                       int(max_components), tuple(bool(x) for x in moves))
+                       int(max_components), tuple(bool(x) for x in moves), init_beta)
 
 
 def stack_models(models):
-    """Stack models of equal shapes (e.g. one per split) for one batched :func:`sample_mixture`."""
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *models)
+    """Stack models (e.g. one per split) for one batched :func:`sample_mixture`.
+
+    The models must share n_nodes and n_classes; neighbour tables of different widths are
+    padded (own index, Laplacian entry 0), which changes nothing."""
+    width = max(int(mod.neighbor_index.shape[1]) for mod in models)
+
+    def pad(mod):
+        extra = width - int(mod.neighbor_index.shape[1])
+        if extra == 0:
+            return mod
+        own = jnp.broadcast_to(jnp.arange(mod.n_nodes, dtype=jnp.int32)[:, None],
+                               (mod.n_nodes, extra))
+        return mod.replace(
+            neighbor_index=jnp.concatenate([mod.neighbor_index, own], axis=1),
+            neighbor_laplacian=jnp.pad(mod.neighbor_laplacian, ((0, 0), (0, extra))))
+
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *[pad(mod) for mod in models])
 
 
 def posterior_mean_labels(samples: MixtureSamples) -> np.ndarray:

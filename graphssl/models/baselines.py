@@ -44,7 +44,7 @@ __all__ = [
     "batched_pcg",
 ]
 
-_DIRECT_MAX_N = 4000  # 'auto' uses a sparse LU up to this many unknowns, PCG above
+_DIRECT_MAX_N = 100  # 'auto': sparse LU up to this many unknowns (or a directed graph), else PCG
 
 
 class UnreachedNodesWarning(UserWarning):
@@ -170,30 +170,36 @@ def batched_pcg(matvec, B, inv_diag, *, tol=1e-8, maxiter=1000):
 
     Returns ``(X, iterations, max relative residual)``.
     """
-    B = np.asarray(B, dtype=np.float64)
+    B = np.ascontiguousarray(B, dtype=np.float64)
+    inv_diag = np.asarray(inv_diag, dtype=np.float64)[:, None]
     X = np.zeros_like(B)
     R = B.copy()
-    b_norm = np.linalg.norm(B, axis=0)
-    b_norm[b_norm == 0] = 1.0
-    Z = inv_diag[:, None] * R
+    b_sq = np.einsum("ij,ij->j", B, B)
+    b_sq[b_sq == 0] = 1.0
+    threshold = tol * tol * b_sq
+    Z = inv_diag * R
     P = Z.copy()
     rz = np.einsum("ij,ij->j", R, Z)
-    rel = np.linalg.norm(R, axis=0) / b_norm
+    r_sq = b_sq.copy()
+    tmp = np.empty_like(B)
     it = 0
-    while it < maxiter and rel.max() > tol:
+    while it < maxiter and np.any(r_sq > threshold):
         AP = matvec(P)
         pap = np.einsum("ij,ij->j", P, AP)
-        step = np.where(pap > 0, rz / np.where(pap > 0, pap, 1.0), 0.0)
-        X += step * P
-        R -= step * AP
-        Z = inv_diag[:, None] * R
+        step = np.divide(rz, pap, out=np.zeros_like(rz), where=pap > 0)
+        np.multiply(P, step, out=tmp)
+        X += tmp
+        np.multiply(AP, step, out=tmp)
+        R -= tmp
+        np.multiply(inv_diag, R, out=Z)
         rz_new = np.einsum("ij,ij->j", R, Z)
-        beta = np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0)
-        P = Z + beta * P
+        beta = np.divide(rz_new, rz, out=np.zeros_like(rz), where=rz > 0)
+        P *= beta
+        P += Z
         rz = rz_new
-        rel = np.linalg.norm(R, axis=0) / b_norm
+        r_sq = np.einsum("ij,ij->j", R, R)
         it += 1
-    return X, it, float(rel.max())
+    return X, it, float(np.sqrt(np.max(r_sq / b_sq)))
 
 
 def _jax_batched_pcg(A: sp.csr_matrix, B, inv_diag, tol, maxiter):
@@ -318,9 +324,11 @@ def harmonic_function(
 ):
     """Harmonic function / Gaussian random field (Zhu, Ghahramani & Lafferty 2003).
 
-    Solves ``L_UU f_U = -L_UL f_L = W_UL f_L`` with ``L = D - W`` for every class column of
-    the one-hot ``f_L`` at once (Zhu & Lafferty 2005 Sec. 2, "harmonic"). Each unlabelled
-    value is then the weighted mean of its neighbours, ``f_i = sum_j W_ij f_j / d_i``.
+    Solves ``L_UU f_U = -L_UL f_L = W_UL f_L`` with ``L = D - W`` for the class columns of
+    the one-hot ``f_L`` at once (Zhu & Lafferty 2005 Sec. 2, "harmonic"); since the rows of
+    ``f`` sum to one (``L_UU 1 = W_UL 1``), C - 1 columns are solved and the last is the
+    complement. Each unlabelled value is the weighted mean of its neighbours,
+    ``f_i = sum_j W_ij f_j / d_i``.
 
     Args:
       graph: Graph or scipy.sparse ``n x n`` weights ``W`` (non-negative, no self loops).
@@ -330,7 +338,8 @@ def harmonic_function(
       n_classes: C; default ``max(label) + 1``.
       method: ``"direct"`` (sparse LU, scipy ``splu``), ``"cg"`` (Jacobi-preconditioned CG
         over all class columns at once, NumPy/SciPy), ``"jax_cg"`` (the same in JAX, runs on
-        an accelerator) or ``"auto"`` (direct for <= 4000 unknowns, CG above). Never a dense
+        an accelerator) or ``"auto"`` (CG; direct for <= 100 unknowns or a directed graph:
+        on kNN graphs LU fill-in makes it 15x slower than CG at n = 9298). Never a dense
         inverse.
       class_mass_normalize: apply :func:`class_mass_normalization` with ``class_prior``.
       normalize_graph: solve on ``S = D^-1/2 W D^-1/2`` instead of ``W`` (the variant that
@@ -360,9 +369,11 @@ def harmonic_function(
         degrees = np.asarray(W.sum(axis=1)).ravel()
         W_free = W[free]
         L_uu = (sp.diags(degrees[free]) - W_free[:, free]).tocsr()
-        rhs = W_free[:, index] @ scores[index]
+        # rows of f sum to 1 (L_UU 1 = W_UL 1), so C - 1 columns suffice
+        rhs = W_free[:, index] @ scores[index, :-1]
         sym = _is_symmetric(W)
         f_u, it, res, used = _solve_spd(L_uu, rhs, method, tol, maxiter, sym)
+        f_u = np.column_stack([f_u, 1.0 - f_u.sum(axis=1)])
         scores[free] = normalize_scores(f_u)
     if class_mass_normalize:
         reached = np.flatnonzero(~unreached)
@@ -410,8 +421,8 @@ def lgc(
       graph, labels, observed, n_classes: as in :func:`harmonic_function`.
       alpha: ``0 < alpha < 1`` (Zhou et al. use 0.99).
       method: ``"direct"`` (sparse LU), ``"cg"``, ``"jax_cg"``, ``"iterate"`` (the
-        propagation above until ``max |F_new - F| < tol``) or ``"auto"`` (direct up to 4000
-        nodes, CG above).
+        propagation above until ``max |F_new - F| < tol``) or ``"auto"`` (as in
+        :func:`harmonic_function`).
       normalize: return rows normalised to class distributions (all-zero rows -> uniform);
         ``False`` returns the raw ``F*`` of the paper.
 

@@ -501,16 +501,17 @@ def _union_find_scan(D, stop):
 
 def delta_zero(distances, labels, observed) -> float:
     """delta_0 (Sec. 5.1): the largest delta whose graph ``d < delta`` has a cut of value 0,
-    i.e. the bottleneck (minimax) path length between L+ and L-: the MST edge that first
-    joins a positive and a negative labelled example.
+    i.e. the bottleneck (minimax) path length between labelled examples of different
+    classes: the MST edge that first joins two of them (L+ and L- when binary).
     """
     labels = np.asarray(labels)
     observed = np.asarray(observed, dtype=bool)
-    pos = set(np.flatnonzero(observed & (labels == 1)).tolist())
-    neg = set(np.flatnonzero(observed & (labels == 0)).tolist())
-    return _union_find_scan(
-        np.asarray(distances, np.float64), lambda comp: bool(comp & pos) and bool(comp & neg)
-    )
+    label_of = {int(i): int(labels[i]) for i in np.flatnonzero(observed)}
+
+    def mixed(comp):
+        return len({label_of[i] for i in comp if i in label_of}) > 1
+
+    return _union_find_scan(np.asarray(distances, np.float64), mixed)
 
 
 def delta_half(distances) -> float:

@@ -1,0 +1,132 @@
+"""scikit-learn classifier for the Boltzmann-machine MRF of Zhu & Ghahramani (2002)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from graphssl.estimators.base import GraphSSLClassifier
+from graphssl.inference import boltzmann_learning as bl
+from graphssl.models.boltzmann import pair_geometry
+
+__all__ = ["BoltzmannMRFClassifier"]
+
+_MODELS = ("extended", "basic")
+_METHODS = ("auto",) + bl.METHODS
+
+
+class BoltzmannMRFClassifier(GraphSSLClassifier):
+    """Boltzmann-machine MRF with learned length scales, class priors and label noise.
+
+    Learns Theta by gradient ascent on ``log P(O_L | X, Theta) + log p(Theta)`` from
+    ``n_restarts`` random starts (Sec. 5.2) and returns the posterior label marginals
+    ``P(y_i | O_L, X, Theta*)`` (Eq. 5) as ``label_distributions_``.
+
+    Parameters:
+      model: ``"extended"`` (Eq. 40: ``alpha_0``, one length scale per feature, class biases,
+        label noise ``gamma``; observed labels may be corrected) or ``"basic"`` (Eq. 2: one
+        ``sigma``, labels clamped).
+      pairs: ``"dense"`` (fully connected, as in the paper), ``"knn"`` (the ``k`` nearest
+        neighbours, symmetrised by union) or ``"auto"`` (dense up to 200 points).
+      method: expectations by ``"enumeration"`` (exact, ``2^n`` configurations: tiny sets),
+        ``"gibbs"``, ``"gibbs_permutation"``, ``"swendsen_wang"``, or ``"auto"``
+        (enumeration up to 16 free nodes, else Swendsen-Wang).
+      prior: ``"default"`` (:class:`~graphssl.inference.boltzmann_learning.ThetaPrior` for the
+        extended model; the exponential prior of Eq. 83 with rate ``sigma_rate`` on
+        ``[0, max d_ij]`` for the basic one), ``None`` (flat, as in the paper's Sec. 5) or a
+        prior object.
+      n_restarts, max_iter, step: hill climbing (Sec. 3.1) from random starts.
+      n_chains, n_samples, burn_in: chain settings per phase and gradient step.
+      k, symmetrize, weight, sigma: the kNN graph of the base class, used for ``pairs="knn"``
+        and for the inductive extension of ``predict(X_new)``.
+      random_state: seed.
+
+    Attributes (besides the base class's):
+      theta_: learned parameters (``ExtendedParams`` or ``BasicParams``).
+      log_length_scales_: ``alpha_d`` of Eq. 39 (extended); ``length_scales_``:
+        ``sqrt(e^{alpha_d} / 2)``, the Gaussian-kernel length scale per feature
+        (``exp(-dx^2 / (2 l^2))``); ``sigma_`` for the basic model.
+      log_likelihood_: ``log P(O_L | X, Theta*)`` (exact or the estimate of Eq. 27).
+      suspected_label_errors_: indices of labelled points whose posterior disagrees with
+        their observed label; ``map_labels_``: the most probable joint labelling found.
+      fit_info_, restarts_: the optimiser records.
+    """
+
+    def __init__(self, model="extended", pairs="auto", method="auto", prior="default",
+                 sigma_rate=1.0, n_restarts=3, max_iter=100, step=0.05, n_chains=4,
+                 n_samples=300, burn_in=50, random_state=0, k=10, symmetrize="max",
+                 weight="gaussian", sigma="kth_over_3"):
+        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
+        self.model = model
+        self.pairs = pairs
+        self.method = method
+        self.prior = prior
+        self.sigma_rate = sigma_rate
+        self.n_restarts = n_restarts
+        self.max_iter = max_iter
+        self.step = step
+        self.n_chains = n_chains
+        self.n_samples = n_samples
+        self.burn_in = burn_in
+        self.random_state = random_state
+
+    def fit_graph(self, graph, y):
+        raise ValueError(
+            "graph: BoltzmannMRFClassifier learns its edge weights from the features "
+            "(Eq. 39); call fit(X, y) instead of fit_graph"
+        )
+
+    def _check(self, n: int, n_free: int) -> tuple[str, str]:
+        if self.model not in _MODELS:
+            raise ValueError(f"model: got {self.model!r}; use 'extended' or 'basic'")
+        if self.pairs not in ("auto", "dense", "knn"):
+            raise ValueError(f"pairs: got {self.pairs!r}; use 'auto', 'dense' or 'knn'")
+        if self.method not in _METHODS:
+            raise ValueError(f"method: got {self.method!r}; use one of {_METHODS}")
+        for name in ("n_restarts", "max_iter", "n_chains", "n_samples"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name}: must be a positive integer")
+        method = self.method
+        if method == "auto":
+            method = "enumeration" if n_free <= 16 else "swendsen_wang"
+        pairs = ("dense" if n <= 200 else "knn") if self.pairs == "auto" else self.pairs
+        return method, pairs
+
+    def _prior(self, problem):
+        if self.prior != "default":
+            return self.prior
+        if self.model == "extended":
+            return bl.ThetaPrior()
+        d_max = float(np.sqrt(np.asarray(problem.geometry.sq_dist).max()))
+        return bl.ExponentialSigmaPrior(rate=float(self.sigma_rate), sigma_max=d_max)
+
+    def _label_distributions(self, graph, labels, n_classes):
+        X = self.X_fit_
+        n = X.shape[0]
+        n_free = n if self.model == "extended" else int(np.sum(labels < 0))
+        method, pairs = self._check(n, n_free)
+        geometry = pair_geometry(X, None if pairs == "dense" else int(self.k))
+        problem = bl.BoltzmannProblem(geometry, np.asarray(labels), int(max(n_classes, 2)), self.model)
+        prior = self._prior(problem)
+        chains = bl.ChainSettings(n_chains=int(self.n_chains), n_samples=int(self.n_samples),
+                                  burn_in=int(self.burn_in))
+        key = jax.random.key(int(self.random_state))
+        k_fit, k_post = jax.random.split(key)
+        theta, info, trials = bl.random_restarts(
+            problem, k_fit, int(self.n_restarts), method=method, prior=prior, chains=chains,
+            step=float(self.step), max_iter=int(self.max_iter),
+        )
+        post = bl.posterior(problem, theta, method=method, key=k_post)
+        self.theta_ = theta
+        self.fit_info_ = info
+        self.restarts_ = trials
+        self.log_likelihood_ = float(info["log_likelihood"])
+        self.suspected_label_errors_ = post.suspected_errors
+        self.map_labels_ = post.map_labels
+        if isinstance(theta, bl.BasicParams):
+            self.sigma_ = float(jnp.exp(theta.log_sigma))
+        else:
+            self.log_length_scales_ = np.asarray(theta.log_length_scales)
+            self.length_scales_ = np.sqrt(np.exp(self.log_length_scales_) / 2.0)
+        return post.marginals[:, :n_classes]

@@ -1,0 +1,118 @@
+"""sample_chains: resume, chunking, thinning, storage, MAP tracking, ICM, device sharding."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import numpy as np
+import pytest
+
+from graphssl.inference import label_marginals, sample_chains, storage_dtype
+from graphssl.inference.icm import iterated_conditional_modes
+
+from .conftest import BURN_IN, N_CHAINS, N_SAMPLES
+
+
+@pytest.fixture(scope="module")
+def reference(kernels, models):
+    """One uninterrupted run (same compiled shapes as the exactness tests)."""
+    return sample_chains(kernels["chromatic"], models[(True, True)], jax.random.key(4),
+                         n_chains=N_CHAINS, n_samples=N_SAMPLES, burn_in=BURN_IN)
+
+
+def test_resume_and_chunks_equal_uninterrupted_run(kernels, models, reference):
+    kernel, model = kernels["chromatic"], models[(True, True)]
+    half = N_SAMPLES // 2
+    first = sample_chains(kernel, model, jax.random.key(4), n_chains=N_CHAINS,
+                          n_samples=half, burn_in=BURN_IN)
+    resumed = sample_chains(kernel, model, None, n_samples=N_SAMPLES - half, resume=first)
+    np.testing.assert_array_equal(resumed.labels, reference.labels)
+    np.testing.assert_array_equal(resumed.energy, reference.energy)
+    np.testing.assert_array_equal(resumed.map_labels, reference.map_labels)
+    assert resumed.n_steps == reference.n_steps == BURN_IN + N_SAMPLES
+    # chunked scan (the progress-bar path) gives the same draws
+    chunked = sample_chains(kernel, model, jax.random.key(4), n_chains=N_CHAINS,
+                            n_samples=half, burn_in=BURN_IN, progress=True, chunk_size=half // 2)
+    np.testing.assert_array_equal(chunked.labels, first.labels)
+
+
+def test_storage_map_and_marginals(models, reference, exact):
+    assert reference.labels.dtype == storage_dtype(3) == np.int8
+    assert storage_dtype(200) == np.int16 and storage_dtype(40000) == np.int32
+    assert reference.labels.shape == (N_CHAINS, N_SAMPLES, 8)
+    assert reference.energy.shape == (N_CHAINS, N_SAMPLES)
+    model = models[(True, True)]
+    energies = jax.vmap(model.energy)(reference.labels.reshape(-1, 8).astype(np.int32))
+    np.testing.assert_allclose(energies.reshape(N_CHAINS, -1), reference.energy, rtol=1e-12)
+    # the best state visited is at least as good as any retained draw, and here it is the
+    # exact MAP (small model, many chains)
+    assert reference.map_energy <= reference.energy.min() + 1e-12
+    np.testing.assert_allclose(reference.map_energy, exact[(True, True)].map_energy, rtol=1e-12)
+    np.testing.assert_allclose(model.energy(reference.map_labels), reference.map_energy)
+    marg = label_marginals(reference)
+    np.testing.assert_allclose(marg.sum(1), 1.0)
+    np.testing.assert_allclose(label_marginals(reference.labels, 3), marg)
+
+
+def test_thinning_and_argument_errors(kernels, models):
+    kernel, model = kernels["chromatic"], models[(True, True)]
+    thin = sample_chains(kernel, model, jax.random.key(0), n_chains=2, n_samples=5,
+                         burn_in=3, thin=4)
+    assert thin.labels.shape == (2, 5, 8) and thin.n_steps == 3 + 20
+    with pytest.raises(ValueError, match="n_chains"):
+        sample_chains(kernel, model, jax.random.key(0), n_chains=0)
+    with pytest.raises(ValueError, match="thin"):
+        sample_chains(kernel, model, jax.random.key(0), thin=0)
+    with pytest.raises(ValueError, match="init_labels"):
+        sample_chains(kernel, model, jax.random.key(0), init_labels=np.zeros(3, int))
+
+
+def test_icm_reaches_single_site_minimum(models, exact):
+    model = models[(True, True)]
+    start = np.zeros(8, dtype=np.int32)
+    for graph in (None, model.graph):
+        labels, info = iterated_conditional_modes(model, start, graph=graph)
+        assert bool(info.converged) and float(info.energy) <= float(info.initial_energy)
+        labels = np.asarray(labels)
+        observed = np.asarray(model.observed)
+        assert np.all(labels[observed] == np.asarray(model.labels)[observed])
+        e = float(model.energy(labels))
+        for i in np.flatnonzero(~observed):
+            for c in range(3):
+                other = labels.copy()
+                other[i] = c
+                assert float(model.energy(other)) >= e - 1e-12
+    labels, info = iterated_conditional_modes(model, exact[(True, True)].map_labels)
+    np.testing.assert_array_equal(labels, exact[(True, True)].map_labels)
+    assert int(info.iterations) == 1
+
+
+SHARDED = textwrap.dedent(
+    """
+    import jax, numpy as np
+    jax.config.update("jax_enable_x64", True)
+    assert jax.local_device_count() == 4
+    from tests.inference.conftest import small_model
+    from graphssl.inference import chromatic_gibbs, sample_chains
+    model = small_model(field=True, clamped=True, seed=0)
+    kernel = chromatic_gibbs(model.graph)
+    run = sample_chains(kernel, model, jax.random.key(4), n_chains=8, n_samples=20, burn_in=5)
+    assert len(run.labels.sharding.device_set) == 4, run.labels.sharding
+    np.save("{out}", np.asarray(run.labels))
+    """
+)
+
+
+def test_sharded_chains_equal_single_device(kernels, models, tmp_path):
+    """Four host devices (subprocess with XLA_FLAGS): chains are split across devices and the
+    draws equal those of a single-device run."""
+    out = tmp_path / "labels.npy"
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([sys.executable, "-c", SHARDED.format(out=out)], env=env, cwd=root,
+                   check=True, timeout=300)
+    single = sample_chains(kernels["chromatic"], models[(True, True)], jax.random.key(4),
+                           n_chains=8, n_samples=20, burn_in=5)
+    np.testing.assert_array_equal(np.load(out), single.labels)
