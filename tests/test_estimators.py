@@ -45,6 +45,8 @@ def test_fit_predict_api(cls, blobs):
     assert clf.score(X, y_true) > 0.95
     assert clf.n_features_in_ == 2
     # inductive extension to new points, far points included (log-space weights: no NaN)
+    # a subset / permutation of the training points gets their transductive distributions
+    np.testing.assert_allclose(clf.predict_proba(X[::-3]), clf.label_distributions_[::-3])
     new = np.array([[0.1, -0.2], [3.2, 2.9], [1e3, -1e3]])
     proba = clf.predict_proba(new)
     assert np.all(np.isfinite(proba)) and np.allclose(proba.sum(1), 1.0)
@@ -118,6 +120,8 @@ def test_graph_params_validated_in_fit(blobs, params, match):
         (lambda X, y: (X[:-1], y), "rows"),
         (lambda X, y: (X[:, 0], y), "2-D"),
         (lambda X, y: (np.vstack([X[:1]] * 80), y), "duplicate"),
+        (lambda X, y: (X, None), "requires y"),
+        (lambda X, y: (X[:, :0], y), "0 feature"),
     ],
 )
 def test_bad_input(blobs, mutate, match):

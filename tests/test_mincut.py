@@ -296,3 +296,28 @@ def test_bad_input_is_rejected():
         mc.cut_network(np.array([[0, 1.0], [1.0, 0]]), np.array([2, 0]))
     with pytest.raises(ValueError, match="method"):
         minimum_cut(mc.cut_network(np.array([[0, 1.0], [1.0, 0]]), np.array([1, 0])), "x")
+
+
+def test_estimator_schemes_and_errors():
+    from graphssl.estimators.mincut import MincutClassifier
+
+    rng = np.random.default_rng(9)
+    X = np.concatenate([rng.normal(0, 0.3, (30, 2)), rng.normal(4, 0.3, (30, 2))])
+    truth = np.repeat([0, 1], 30)
+    y = -np.ones(60, dtype=np.int64)
+    y[[0, 1, 30, 31]] = truth[[0, 1, 30, 31]]
+    for scheme in ("knn", "mincut3", "delta_zero"):
+        clf = MincutClassifier(k=5, scheme=scheme).fit(X, y)
+        assert np.array_equal(clf.transduction_, truth), scheme
+        assert clf.cut_value_ >= 0
+    assert np.array_equal(clf.predict(np.array([[0.1, 0.0], [4.1, 3.9]])), [0, 1])
+    three = np.where(y >= 0, y, -1)
+    three[[2, 3]] = 2  # a third class: alpha-expansion path
+    clf = MincutClassifier(scheme="mincut3").fit(X, three)
+    assert clf.label_distributions_.shape == (60, 3)
+    with pytest.raises(ValueError, match="scheme"):
+        MincutClassifier(scheme="bogus").fit(X, y)
+    with pytest.raises(ValueError, match="delta"):
+        MincutClassifier(scheme="delta").fit(X, y)
+    with pytest.raises(ValueError, match="metric"):
+        MincutClassifier(scheme="mincut3", metric="cosine").fit(X, y)

@@ -133,3 +133,63 @@ def test_approximation_is_exact_to_second_order_at_small_beta(small_model):
         errors.append(abs(exact - float(approx_log_mode_probability(beta, rate, 3))))
     assert errors[0] < 1e-3
     assert errors[1] / errors[0] > 3.0
+
+
+# ----------------------------------------------------------------------------- estimator
+
+
+@pytest.fixture(scope="module")
+def moons():
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(80, noise=0.08, random_state=0)
+    y_masked = np.full(80, -1)
+    rng = np.random.default_rng(0)
+    for c in (0, 1):
+        y_masked[rng.choice(np.flatnonzero(y == c), 3, replace=False)] = c
+    return X, y, y_masked
+
+
+def test_classifier_tunes_beta_and_keeps_labels(moons):
+    from graphssl.estimators.potts import PottsClassifier
+
+    X, y, y_masked = moons
+    clf = PottsClassifier(beta="nmfB").fit(X, y_masked)
+    assert clf.k_ == 6  # log2 80
+    assert clf.beta_ == pytest.approx(solve_beta("nmfB", 6 / 80, 2))
+    assert bool(clf.mean_field_info_.converged)
+    labelled = y_masked >= 0
+    np.testing.assert_array_equal(clf.transduction_[labelled], y_masked[labelled])
+    assert np.mean(clf.transduction_ == y) > 0.9
+    assert -np.log(2) < clf.log_mode_probability_ <= 0.0
+    np.testing.assert_allclose(clf.predict_proba().sum(1), 1.0)
+    assert clf.predict(X[:3] + 1e-3).shape == (3,)
+
+
+def test_classifier_sampler_gives_posterior_marginals(moons):
+    """Wiring of inference='swendsen_wang' (the Gibbs path shares it; both kernels are
+    checked against enumeration in tests/inference)."""
+    from graphssl.estimators.potts import PottsClassifier
+
+    X, y, y_masked = moons
+    clf = PottsClassifier(beta=4.0, clamp=True, inference="swendsen_wang", n_chains=2,
+                          n_samples=30, burn_in=10).fit(X, y_masked)
+    proba = clf.predict_proba()
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    labelled = y_masked >= 0
+    np.testing.assert_array_equal(proba[labelled].max(1), 1.0)  # clamped
+    assert clf.samples_.labels.shape == (2, 30, 80)
+    assert clf.map_labels_.shape == (80,)
+
+
+@pytest.mark.parametrize(
+    "params, word",
+    [({"beta": "nmfC"}, "beta"), ({"beta": -1.0}, "beta"), ({"inference": "vb"}, "inference"),
+     ({"normalize": "col"}, "normalize"), ({"order": "random"}, "order")],
+)
+def test_classifier_rejects_bad_params(moons, params, word):
+    from graphssl.estimators.potts import PottsClassifier
+
+    X, _, y_masked = moons
+    with pytest.raises(ValueError, match=word):
+        PottsClassifier(**params).fit(X, y_masked)

@@ -13,7 +13,8 @@ input checks, the kNN graph, class encoding, ``transduction_``, ``predict``,
 Inductive extension (``predict(X_new)``): the distribution of a new point is the
 graph-weighted mean of the fitted distributions of its ``k`` nearest training points
 (Delalleau et al. 2005, as used by Zhu & Lafferty 2005, Sec. 4), with the same weight scheme
-as the graph, computed in log space so that far-away points never give NaN.
+as the graph, computed in log space so that far-away points never give NaN. A point equal to
+a training point gets that point's fitted distribution.
 """
 
 from __future__ import annotations
@@ -96,6 +97,16 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Build the kNN graph of ``X`` and fit on it; ``y`` has ``-1`` for unlabelled."""
         X = check_features(X, name="X")
+        if X.shape[1] == 0:
+            raise ValueError(
+                f"X: 0 feature(s) (shape={X.shape}) while a minimum of 1 is required; "
+                "pass at least one feature column"
+            )
+        if y is None:
+            raise ValueError(
+                f"y: {type(self).__name__} requires y to be passed, but the target y is None; "
+                "give -1 for the unlabelled points"
+            )
         y = check_labels(y, X.shape[0], name="y")
         k = self._validate_graph_params(X.shape[0])
         graph = knn_graph(
@@ -148,8 +159,8 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         X = check_features(X, name="X")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
-                f"X: has {X.shape[1]} features but the model was fitted with "
-                f"{self.n_features_in_}; pass data with the same columns"
+                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input; pass data with the same columns"
             )
         if X.shape == self.X_fit_.shape and np.array_equal(X, self.X_fit_):
             return self.label_distributions_
@@ -170,7 +181,12 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         log_w -= log_w.max(axis=1, keepdims=True)
         w = np.exp(log_w)
         w /= w.sum(axis=1, keepdims=True)
-        return np.einsum("ik,ikc->ic", w, self.label_distributions_[indices])
+        proba = np.einsum("ik,ikc->ic", w, self.label_distributions_[indices])
+        # a new point that coincides with a training point takes that point's distribution,
+        # so predictions on (subsets or permutations of) the training data are transductive
+        same = distances[:, 0] == 0
+        proba[same] = self.label_distributions_[indices[same, 0]]
+        return proba
 
     def _induction_log_weights(self, distances, nn):
         if self.weight != "gaussian":

@@ -68,7 +68,8 @@ class MincutClassifier(GraphSSLClassifier):
       metric: ``"euclidean"``, ``"hamming"`` or ``"infogain"`` (schemes other than knn).
       delta: radius for ``scheme="delta"``.
       alpha: factor on unlabelled-unlabelled edges (Fig. 1); 1 = plain mincut.
-      method: max-flow back end, ``"pymaxflow"`` (default), ``"scipy"`` or ``"networkx"``.
+      method: max-flow back end, ``"auto"`` (default), ``"pymaxflow"``, ``"scipy"`` or
+        ``"networkx"``.
 
     ``label_distributions_`` are one-hot (the cut is a hard labelling); ``cut_value_`` holds
     the energy of the returned labelling.
@@ -87,7 +88,7 @@ class MincutClassifier(GraphSSLClassifier):
         metric="euclidean",
         delta=None,
         alpha=1.0,
-        method="pymaxflow",
+        method="auto",
     ):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.scheme = scheme

@@ -352,7 +352,10 @@ def _kernel(method: str, model: BoltzmannMRF):
     from graphssl.inference.swendsen_wang import swendsen_wang
 
     dense = model.n_nodes <= 64
-    key = (method, dense, None if dense else id(model.graph.senders))
+    structure = None
+    if method != "swendsen_wang" and not dense:  # chromatic Gibbs: colouring of this graph
+        structure = hash(np.asarray(model.graph.senders).tobytes() + np.asarray(model.graph.receivers).tobytes())
+    key = (method, dense, structure)
     if key not in _KERNELS:
         if method == "swendsen_wang":
             k = swendsen_wang()

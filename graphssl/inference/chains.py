@@ -119,9 +119,11 @@ def _run_fn(kernel, n_draws: int, thin: int, dtype):
 
 
 @functools.lru_cache(maxsize=64)
-def _init_fn(kernel, with_labels: bool):
+def _init_fn(init_fn, with_labels: bool):
+    """Keyed by the kernel's ``init`` (shared by all label kernels: one compile for all)."""
+
     def init(model, key, labels):
-        state = kernel.init(model, key, labels if with_labels else None)
+        state = init_fn(model, key, labels if with_labels else None)
         return state, model.energy(state.labels), state.labels
 
     return jax.jit(jax.vmap(init, in_axes=(None, 0, 0 if with_labels else None)))
@@ -157,7 +159,7 @@ def _initial_carry(kernel, model, key, n_chains, init_labels):
     chain_keys = jax.random.split(chains_key, n_chains)
     init_keys = jax.random.split(init_key, n_chains)
     if init_labels is None:
-        return chain_keys, _init_fn(kernel, False)(model, init_keys, None)
+        return chain_keys, _init_fn(kernel.init, False)(model, init_keys, None)
     init_labels = jnp.asarray(init_labels, jnp.int32)
     if init_labels.shape == (model.n_nodes,):
         init_labels = jnp.broadcast_to(init_labels, (n_chains, model.n_nodes))
@@ -166,7 +168,7 @@ def _initial_carry(kernel, model, key, n_chains, init_labels):
             f"init_labels must have shape ({model.n_nodes},) or ({n_chains}, "
             f"{model.n_nodes}), got {init_labels.shape}"
         )
-    return chain_keys, _init_fn(kernel, True)(model, init_keys, init_labels)
+    return chain_keys, _init_fn(kernel.init, True)(model, init_keys, init_labels)
 
 
 def sample_chains(

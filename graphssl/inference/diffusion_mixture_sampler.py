@@ -48,6 +48,7 @@ __all__ = [
     "stack_models",
     "posterior_mean_labels",
     "to_arviz",
+    "as_label_samples",
 ]
 
 
@@ -433,12 +434,13 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
                        int(max_components), tuple(bool(x) for x in moves), init_beta)
 
 
-def stack_models(models):
+def stack_models(models, width: int | None = None):
     """Stack models (e.g. one per split) for one batched :func:`sample_mixture`.
 
-    The models must share n_nodes and n_classes; neighbour tables of different widths are
-    padded (own index, Laplacian entry 0), which changes nothing."""
-    width = max(int(mod.neighbor_index.shape[1]) for mod in models)
+    The models must share n_nodes and n_classes; neighbour tables are padded (own index,
+    Laplacian entry 0, which changes nothing) to the widest one, or to ``width`` when that
+    is larger (a fixed width lets different graphs share one compiled sampler)."""
+    width = max([int(mod.neighbor_index.shape[1]) for mod in models] + [width or 0])
 
     def pad(mod):
         extra = width - int(mod.neighbor_index.shape[1])
@@ -469,29 +471,44 @@ def map_estimate(model: DirichletDiffusionMixture, samples: MixtureSamples, max_
     return np.asarray(state.y), float(model.log_joint(state.y, state.beta)), int(sweeps)
 
 
-def to_arviz(samples: MixtureSamples, *, node_labels: bool = True):
-    """ArviZ DataTree of an unbatched run: posterior ``y`` (node labels; per-node R-hat is not
-    permutation-invariant-safe only for moved labels) and the permutation-invariant
-    ``energy``, ``n_components``, ``edge_agreement``; sample_stats hold the acceptances.
+class LabelSamples(NamedTuple):
+    """The generic ``Samples`` view (CONTRIBUTING: labels, energy, stats, map_labels) of an
+    unbatched :class:`MixtureSamples`, for :mod:`graphssl.diagnostics`. Per-draw records are
+    taken at the thinned draws."""
 
-    Uses ``graphssl.diagnostics`` when it offers a dict-based builder, else ``arviz``."""
-    import arviz as az
+    labels: np.ndarray
+    energy: np.ndarray
+    stats: dict
+    map_labels: np.ndarray
+    map_energy: float
+    n_classes: int
 
+
+def as_label_samples(samples: MixtureSamples, n_classes: int) -> LabelSamples:
+    """Adapter to the generic samples record (chains x draws) of the inference API."""
     labels = np.asarray(samples.labels)
-    n_it = samples.energy.shape[-1]
-    thin = max(n_it // labels.shape[-2], 1)
-    sub = lambda x: np.asarray(x)[..., thin - 1::thin][..., : labels.shape[-2]]  # noqa: E731
-    posterior = {
-        "energy": sub(samples.energy),
-        "n_components": sub(samples.n_components),
-        "edge_agreement": sub(samples.edge_agreement),
-    }
-    if node_labels:
-        posterior["y"] = labels
-    stats = {
-        "resample_accepted": sub(samples.resample_accepted),
-        "relabel_accepted": sub(samples.relabel_accepted),
-        "lp": -sub(samples.energy),
-    }
-    return az.from_dict({"posterior": posterior, "sample_stats": stats},
-                        dims={"y": ["node"]})
+    n_draws = labels.shape[-2]
+    thin = max(samples.energy.shape[-1] // n_draws, 1)
+    at_draws = lambda x: np.asarray(x)[..., thin - 1::thin][..., :n_draws]  # noqa: E731
+    best = int(np.argmax(np.asarray(samples.map_log_joint)))
+    return LabelSamples(
+        labels=labels,
+        energy=at_draws(samples.energy),
+        stats={"resample_accepted": at_draws(samples.resample_accepted),
+               "relabel_accepted": at_draws(samples.relabel_accepted),
+               "n_components": at_draws(samples.n_components),
+               "edge_agreement": at_draws(samples.edge_agreement)},
+        map_labels=np.asarray(samples.map_y[best]),
+        map_energy=-float(samples.map_log_joint[best]),
+        n_classes=int(n_classes),
+    )
+
+
+def to_arviz(samples: MixtureSamples, model: DirichletDiffusionMixture):
+    """ArviZ DataTree through the generic :func:`graphssl.diagnostics.to_arviz`: posterior
+    ``labels [chain, draw, node]``; sample_stats ``energy``, move acceptances and the
+    permutation-invariant ``n_components`` and ``edge_agreement`` (weighted co-assignment of
+    graph neighbours); constant_data the label marginals and MAP labels. Unbatched runs."""
+    from graphssl.diagnostics import to_arviz as generic
+
+    return generic(as_label_samples(samples, model.n_classes), model=model)

@@ -334,27 +334,33 @@ def _fit_em(mixture, X, labels, observed, max_iter, tol, opts):
 
 
 def _hard_stats_mixture(mixture_like, X, assignments, labels, observed, opts):
-    """M-step from hard (k-means) responsibilities: the k-means initialisation."""
+    """M-step from hard (k-means) responsibilities: the k-means initialisation. Sufficient
+    statistics by segment sums (memory O(n D), never n x M)."""
     M = mixture_like.n_components
     C = mixture_like.n_classes
-    log_r = jnp.where(
-        jax.nn.one_hot(assignments, M, dtype=bool), 0.0, -jnp.inf
-    ).astype(X.dtype)
-    r = jnp.exp(log_r)
-    stats = {"n": r.sum(0), "label": _class_log_stats(log_r, labels, observed, C)}
+
+    def seg(v):
+        return jax.ops.segment_sum(v, assignments, num_segments=M)
+
+    onehot_y = jax.nn.one_hot(labels, C, dtype=X.dtype) * observed[:, None]
+    counts = seg(onehot_y).T  # [C, M]
+    tiny = jnp.finfo(X.dtype).tiny
+    stats = {
+        "n": seg(jnp.ones(X.shape[0], X.dtype)),
+        "label": jnp.where(counts > 0, jnp.log(jnp.maximum(counts, tiny)), -jnp.inf),
+    }
     if isinstance(mixture_like, MultinomialMixture):
-        stats["words"] = (X.T @ r).T
+        stats["words"] = seg(X)
     else:
         kind = mixture_like.covariance_type
-        stats["s1"] = r.T @ X
+        stats["s1"] = seg(X)
         stats["s2"] = {
-            "full": lambda: jnp.einsum("nm,nd,ne->mde", r, X, X),
-            "diag": lambda: r.T @ (X * X),
-            "spherical": lambda: r.T @ (X * X).sum(1),
+            "full": lambda: seg(X[:, :, None] * X[:, None, :]),
+            "diag": lambda: seg(X * X),
+            "spherical": lambda: seg((X * X).sum(1)),
         }[kind]()
     mix = _mstep(mixture_like, stats, X.shape[0], opts)
     # start lambda uniform: k-means clusters without labelled points carry no label evidence
-    C = mix.log_label_probs.shape[1]
     uniform = jnp.full_like(mix.log_label_probs, -jnp.log(C))
     return dataclasses.replace(mix, log_label_probs=uniform)
 

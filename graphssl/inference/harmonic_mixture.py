@@ -450,10 +450,13 @@ def sample_baseline(X, labels, n_samples: int, *, sigma: float, graph_builder, k
     al. (2005) formula ``f_j = sum_i w_ij f_i / sum_i w_ij`` over the l + M nodes with
     ``w_ij = exp(-||x_i - x_j||^2 / (2 sigma^2))`` (computed as a softmax: no underflow).
 
+    ``harmonic(graph, labels, n_classes)`` solves the small graph (default: a dense
+    least-squares harmonic function, robust to numerically disconnected samples; pass
+    ``graphssl.models.baselines.harmonic_function`` for the sparse solver).
     Returns ``(f on all n training points [n, C], f on X_eval or None)``.
     """
     if harmonic is None:
-        from graphssl.models.baselines import harmonic_function as harmonic
+        harmonic = _dense_harmonic
     labels = np.asarray(labels)
     rng = np.random.default_rng(key)
     lab = np.flatnonzero(labels >= 0)
@@ -476,6 +479,23 @@ def sample_baseline(X, labels, n_samples: int, *, sigma: float, graph_builder, k
     f_train = extend(X)
     f_train[nodes] = f_small
     return f_train, (None if X_eval is None else extend(X_eval))
+
+
+def _dense_harmonic(graph, labels, n_classes):
+    """Harmonic function on a small graph by a least-squares solve of
+    ``L_UU f_U = W_UL f_L``: robust to (numerically) disconnected sampled graphs, where a
+    sparse LU reports an exactly singular factor; unreached nodes get the uniform vector."""
+    W = graph.to_scipy().toarray() if hasattr(graph, "to_scipy") else np.asarray(graph)
+    lab = labels >= 0
+    F = np.zeros((len(labels), n_classes))
+    F[lab] = np.eye(n_classes)[labels[lab]]
+    L = np.diag(W.sum(1)) - W
+    rhs = W[np.ix_(~lab, lab)] @ F[lab]
+    f_u = np.linalg.lstsq(L[np.ix_(~lab, ~lab)], rhs, rcond=1e-12)[0]
+    f_u = np.clip(f_u, 0.0, None)
+    total = f_u.sum(1, keepdims=True)
+    F[~lab] = np.where(total > 1e-12, f_u / np.maximum(total, 1e-300), 1.0 / n_classes)
+    return F
 
 
 def median_threshold(f, threshold=None):

@@ -7,7 +7,9 @@ is contained in the source side of every minimum cut). Step 5 labels ``V+`` posi
 
 Three max-flow back ends, same answer (tested against each other and brute force):
 
-* ``"pymaxflow"`` (default, chosen by measurement, see ``benchmarks/bench_mincut.py``):
+``method="auto"`` (default) picks by measurement (:func:`choose_method`).
+
+* ``"pymaxflow"`` (the default on kNN graphs, see ``benchmarks/bench_mincut.py``):
   Boykov-Kolmogorov with float64 capacities. BK's search trees are maximal when it stops,
   so the tree grown from a terminal is exactly that terminal's residual-reachable set; we
   run BK on the reversed network (``v-`` as source) and read ``V+`` as BK's sink tree, so
@@ -52,6 +54,7 @@ __all__ = [
     "CutResult",
     "METHODS",
     "minimum_cut",
+    "choose_method",
     "mincut_labels",
     "alpha_expansion",
     "mincut_classify",
@@ -68,7 +71,9 @@ class CutResult(NamedTuple):
     """``source_side``: bool[n], example nodes on the ``v+`` side (the smallest such set);
     ``cut_value``: value of that cut in float64 (recomputed from the network);
     ``flow_value``: the solver's max-flow value (back in the input's units);
-    ``info``: method, seconds, and for scipy the scale and rounding bound."""
+    ``info``: method, seconds (wall), cpu_seconds (this process; all three solvers are
+    single-threaded, so this is the time on an idle core), and for scipy the scale and the
+    rounding bound."""
 
     source_side: np.ndarray
     cut_value: float
@@ -161,21 +166,38 @@ def _networkx(net: CutNetwork):
     return side, float(residual.graph["flow_value"]), {}
 
 
-def minimum_cut(network: CutNetwork, method: str = "pymaxflow") -> CutResult:
+def choose_method(network: CutNetwork) -> str:
+    """``"auto"``: scipy's Dinic for integer capacities on dense graphs (mean degree >= 30,
+    e.g. the 0/1 Mincut-delta graphs of Table 1: 4-7x faster than BK there, and exact),
+    PyMaxflow's BK otherwise (kNN graphs with real weights: 2-5x faster than Dinic, measured
+    in ``benchmarks/bench_mincut.py``)."""
+    caps = network.capacities
+    dense = 2 * caps.size >= 30 * max(network.n_nodes, 1)
+    integer = bool(np.all(caps == np.rint(caps)) and caps.sum() < 2**28)
+    return "scipy" if dense and integer else "pymaxflow"
+
+
+def minimum_cut(network: CutNetwork, method: str = "auto") -> CutResult:
     """Minimum ``(v+, v-)`` cut of ``network`` with the smallest ``v+`` side (Sec. 2 step 4).
 
-    ``method``: ``"pymaxflow"`` (default, fastest measured), ``"scipy"`` or ``"networkx"``.
+    ``method``: ``"auto"`` (default, :func:`choose_method`), ``"pymaxflow"``, ``"scipy"`` or
+    ``"networkx"``.
     """
     solvers = {"pymaxflow": _pymaxflow, "scipy": _scipy, "networkx": _networkx}
+    if method == "auto":
+        method = choose_method(network)
     if method not in solvers:
-        raise ValueError(f"method: unknown max-flow method {method!r}; use one of {METHODS}")
-    start = time.perf_counter()
+        raise ValueError(
+            f"method: unknown max-flow method {method!r}; use 'auto' or one of {METHODS}"
+        )
+    start, cpu = time.perf_counter(), time.process_time()
     side, flow, info = solvers[method](network)
-    info = {"method": method, "seconds": time.perf_counter() - start, **info}
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
+    info = {"method": method, "seconds": seconds, "cpu_seconds": cpu_seconds, **info}
     return CutResult(side, network.cut_value(side), flow + network.constant, info)
 
 
-def mincut_labels(graph, labels, observed=None, *, alpha: float = 1.0, method="pymaxflow"):
+def mincut_labels(graph, labels, observed=None, *, alpha: float = 1.0, method="auto"):
     """Binary Graph Mincut (Sec. 2): ``labels`` 1 / 0 on observed nodes -> full labelling.
 
     Returns ``(labels int64[n], CutResult)``; unlabelled nodes on the ``v+`` side get 1.
@@ -197,7 +219,7 @@ def alpha_expansion(
     unary=None,
     init=None,
     alpha: float = 1.0,
-    method: str = "pymaxflow",
+    method: str = "auto",
     max_sweeps: int = 20,
 ):
     """Alpha-expansion for the clamped Potts energy (multi-class mincut).
@@ -231,7 +253,7 @@ def alpha_expansion(
     return f, info
 
 
-def mincut_classify(graph, labels, observed=None, *, alpha=1.0, method="pymaxflow"):
+def mincut_classify(graph, labels, observed=None, *, alpha=1.0, method="auto"):
     """Mincut labelling for any number of classes: the binary cut of Sec. 2 when the
     observed labels are {0, 1}, alpha-expansion otherwise. Returns ``(labels, info)``."""
     labels = np.asarray(labels)
@@ -261,7 +283,7 @@ def mincut_map(model, init=None, options=None):
         n_classes=model.n_classes,
         unary=unary if np.any(unary) else None,
         init=init,
-        method=options.get("method", "pymaxflow"),
+        method=options.get("method", "auto"),
         max_sweeps=options.get("max_sweeps", 20),
     )
     info = {

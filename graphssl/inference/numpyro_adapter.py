@@ -54,6 +54,9 @@ class NumpyroKernel(MCMCKernel):
         self.kernel = kernel
         self.label_model = model
         self.model = None  # read by az.from_numpyro; we are not a numpyro model
+        self._init_single = jax.jit(self._init_one)
+        self._init_batched = jax.jit(jax.vmap(self._init_one, in_axes=(None, 0, None)))
+        self._init_batched_labels = jax.jit(jax.vmap(self._init_one, in_axes=(None, 0, 0)))
 
     def _model(self, model_args):
         model = model_args[0] if model_args else self.label_model
@@ -84,9 +87,10 @@ class NumpyroKernel(MCMCKernel):
         model = self._model(model_args)
         labels = init_params.get("labels") if isinstance(init_params, dict) else init_params
         if is_prng_key(rng_key):
-            return jax.jit(self._init_one)(model, rng_key, labels)
-        in_axes = (None, 0, None if labels is None or jnp.ndim(labels) == 1 else 0)
-        return jax.jit(jax.vmap(self._init_one, in_axes=in_axes))(model, rng_key, labels)
+            return self._init_single(model, rng_key, labels)
+        if labels is None or jnp.ndim(labels) == 1:
+            return self._init_batched(model, rng_key, labels)
+        return self._init_batched_labels(model, rng_key, labels)
 
     def _sample_one(self, model, state):
         key = jax.random.fold_in(state.rng_key, state.i)

@@ -424,7 +424,7 @@ def lgc(
         propagation above until ``max |F_new - F| < tol``) or ``"auto"`` (as in
         :func:`harmonic_function`).
       normalize: return rows normalised to class distributions (all-zero rows -> uniform);
-        ``False`` returns the raw ``F*`` of the paper.
+        ``False`` returns the raw ``F*`` of the paper (unreached rows stay 0 there).
 
     Returns:
       ``float64[n, C]`` (+ ``SolveInfo``). Labelled rows are not clamped (LGC may relabel).

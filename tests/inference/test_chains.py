@@ -34,8 +34,8 @@ def test_resume_and_chunks_equal_uninterrupted_run(kernels, models, reference):
     assert resumed.n_steps == reference.n_steps == BURN_IN + N_SAMPLES
     # chunked scan (the progress-bar path) gives the same draws
     chunked = sample_chains(kernel, model, jax.random.key(4), n_chains=N_CHAINS,
-                            n_samples=half, burn_in=BURN_IN, progress=True, chunk_size=half // 2)
-    np.testing.assert_array_equal(chunked.labels, first.labels)
+                            n_samples=N_SAMPLES, burn_in=BURN_IN, progress=True, chunk_size=half)
+    np.testing.assert_array_equal(chunked.labels, reference.labels)
 
 
 def test_storage_map_and_marginals(models, reference, exact):
@@ -58,9 +58,10 @@ def test_storage_map_and_marginals(models, reference, exact):
 
 def test_thinning_and_argument_errors(kernels, models):
     kernel, model = kernels["chromatic"], models[(True, True)]
-    thin = sample_chains(kernel, model, jax.random.key(0), n_chains=2, n_samples=5,
+    thin = sample_chains(kernel, model, jax.random.key(0), n_chains=N_CHAINS, n_samples=5,
                          burn_in=3, thin=4)
-    assert thin.labels.shape == (2, 5, 8) and thin.n_steps == 3 + 20
+    assert thin.labels.shape == (N_CHAINS, 5, 8) and thin.n_steps == 3 + 20
+    assert thin.stats == {}
     with pytest.raises(ValueError, match="n_chains"):
         sample_chains(kernel, model, jax.random.key(0), n_chains=0)
     with pytest.raises(ValueError, match="thin"):
@@ -98,21 +99,20 @@ SHARDED = textwrap.dedent(
     from graphssl.inference import chromatic_gibbs, sample_chains
     model = small_model(field=True, clamped=True, seed=0)
     kernel = chromatic_gibbs(model.graph)
-    run = sample_chains(kernel, model, jax.random.key(4), n_chains=8, n_samples=20, burn_in=5)
+    run = sample_chains(kernel, model, jax.random.key(4), n_chains={n_chains},
+                        n_samples={n_samples}, burn_in={burn_in})
     assert len(run.labels.sharding.device_set) == 4, run.labels.sharding
     np.save("{out}", np.asarray(run.labels))
     """
 )
 
 
-def test_sharded_chains_equal_single_device(kernels, models, tmp_path):
+def test_sharded_chains_equal_single_device(reference, tmp_path):
     """Four host devices (subprocess with XLA_FLAGS): chains are split across devices and the
     draws equal those of a single-device run."""
     out = tmp_path / "labels.npy"
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    subprocess.run([sys.executable, "-c", SHARDED.format(out=out)], env=env, cwd=root,
-                   check=True, timeout=300)
-    single = sample_chains(kernels["chromatic"], models[(True, True)], jax.random.key(4),
-                           n_chains=8, n_samples=20, burn_in=5)
-    np.testing.assert_array_equal(np.load(out), single.labels)
+    code = SHARDED.format(out=out, n_chains=N_CHAINS, n_samples=N_SAMPLES, burn_in=BURN_IN)
+    subprocess.run([sys.executable, "-c", code], env=env, cwd=root, check=True, timeout=300)
+    np.testing.assert_array_equal(np.load(out), reference.labels)

@@ -45,8 +45,9 @@ def test_permutation_alone_never_leaves_support(models):
     kernel = permutation_move()
     state = kernel.init(model, jax.random.key(0))
     obs = np.asarray(model.observed)
+    step = jax.jit(kernel.step)
     for k in jax.random.split(jax.random.key(1), 20):
-        state, info = kernel.step(model, k, state)
+        state, info = step(model, k, state)
         assert np.all(np.asarray(state.labels)[obs] == np.asarray(model.labels)[obs])
         assert 0.0 <= float(info["perm_accept_prob"]) <= 1.0
 
@@ -57,7 +58,7 @@ def test_generic_metropolis_hastings_single_site(models, exact):
     def propose(model, key, state):
         k1, k2 = jax.random.split(key)
         node = jax.random.randint(k1, (), 0, model.n_nodes)
-        label = jax.random.randint(k2, (), 0, model.n_classes)
+        label = jax.random.randint(k2, (), 0, model.n_classes, dtype=jnp.int32)
         new = state.labels.at[node].set(jnp.where(model.observed[node], state.labels[node], label))
         return LabelState(new), 0.0
 

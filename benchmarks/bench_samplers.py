@@ -1,0 +1,339 @@
+"""Sampler throughput: chromatic Gibbs, Swendsen–Wang, many chains, numpyro adapter overhead.
+
+    python benchmarks/bench_samplers.py            # CPU sizes (N = 1e5)
+    python benchmarks/bench_samplers.py --gpu      # GPU sizes (Gibbs 1e7, SW 1e6, 64 x 1e5)
+    python benchmarks/bench_samplers.py --quick    # tiny smoke run
+
+Graph: a random kNN-like graph: node i draws k neighbours j = i ± U{1..W} (mod N), so the
+neighbourhoods are local in memory like a kNN graph of spatially sorted points; the union of
+both directions is stored (mean degree ~ 2k - overlaps). Gaussian-like weights U(0.2, 1).
+Potts model (graphssl.models.potts.PottsModel), zero field, 1 % of nodes clamped.
+float32 (JAX default). Writes benchmarks/results/bench_samplers_<device>.json and prints
+a table. Times are medians of repeats after a compile/warm-up call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from graphssl.graph import Graph
+from graphssl.inference import chromatic_gibbs, sample_chains, swendsen_wang
+from graphssl.inference.gibbs import greedy_coloring
+from graphssl.models.potts import PottsModel
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def knn_like_graph(n: int, k: int = 10, window: int = 50, seed: int = 0) -> Graph:
+    rng = np.random.default_rng(seed)
+    senders = np.repeat(np.arange(n, dtype=np.int64), k)
+    offsets = rng.integers(1, window + 1, size=n * k) * rng.choice([-1, 1], size=n * k)
+    receivers = (senders + offsets) % n
+    s = np.concatenate([senders, receivers])
+    r = np.concatenate([receivers, senders])
+    key = np.unique(s * n + r)
+    s, r = key // n, key % n
+    w = rng.uniform(0.2, 1.0, size=s.size).astype(np.float32)
+    # symmetric weights: take the weight of the (min, max) copy for both directions
+    pair = np.minimum(s, r) * n + np.maximum(s, r)
+    _, inv = np.unique(pair, return_inverse=True)
+    w = rng.uniform(0.2, 1.0, size=inv.max() + 1).astype(np.float32)[inv]
+    return Graph(jnp.asarray(s, jnp.int32), jnp.asarray(r, jnp.int32), jnp.asarray(w), n)
+
+
+def potts(graph: Graph, q: int, beta: float, seed: int = 0) -> PottsModel:
+    rng = np.random.default_rng(seed + 1)
+    labels = np.full(graph.n_nodes, -1)
+    clamped = rng.choice(graph.n_nodes, size=max(1, graph.n_nodes // 100), replace=False)
+    labels[clamped] = rng.integers(0, q, clamped.size)
+    return PottsModel.create(graph, q, beta=beta, labels=labels)
+
+
+def timeit(fn, repeats: int) -> float:
+    jax.block_until_ready(fn())  # compile + warm up
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def raw_scan(kernel, n_steps: int):
+    """The bare loop: ``n_steps`` kernel steps in one jitted fori_loop, no storage."""
+
+    @jax.jit
+    def run(model, key, state):
+        def body(t, s):
+            return kernel.step(model, jax.random.fold_in(key, t), s)[0]
+
+        return jax.lax.fori_loop(0, n_steps, body, state)
+
+    return run
+
+
+def plain_jax_gibbs(model, classes, n_sweeps: int):
+    """Peer: a hand-written chromatic Potts sweep outside the protocol (the "plain JAX probe"):
+    neighbour-label gather, one-hot-compare sum per class, Gumbel-max draw."""
+    idx, w, q = model.neighbor_index, model.neighbor_weight, model.n_classes
+    classes = [jnp.asarray(c) for c in classes]
+
+    @jax.jit
+    def run(labels, key):
+        def sweep(t, labels):
+            for c, nodes in enumerate(classes):
+                nl = labels[idx[nodes]]
+                wn = w[nodes]
+                m = jnp.stack([jnp.sum(jnp.where(nl == k, wn, 0.0), 1) for k in range(q)], 1)
+                logits = model.beta * (model.field[nodes] + m)
+                draw = jax.random.categorical(jax.random.fold_in(key, t * 64 + c), logits)
+                new = jnp.where(model.observed[nodes], labels[nodes], draw.astype(labels.dtype))
+                labels = labels.at[nodes].set(new, unique_indices=True)
+            return labels
+
+        return jax.lax.fori_loop(0, n_sweeps, sweep, labels)
+
+    return run
+
+
+def scipy_swendsen_wang(model, labels, n_sweeps: int, seed: int = 0):
+    """Peer: the same Swendsen–Wang sweep on the host (numpy + scipy connected components)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components as cc
+
+    rng = np.random.default_rng(seed)
+    g = model.coupling_graph()
+    s, r, j = (np.asarray(a) for a in (g.senders, g.receivers, g.weights))
+    half = s < r
+    s, r, j = s[half], r[half], j[half]
+    observed = np.asarray(model.observed)
+    field = np.asarray(model.unary_logits())
+    n, q = model.n_nodes, model.n_classes
+    labels = np.asarray(labels).copy()
+    for _ in range(n_sweeps):
+        bond = (labels[s] == labels[r]) & (rng.random(s.size) < -np.expm1(-j))
+        _, comp = cc(coo_matrix((np.ones(bond.sum()), (s[bond], r[bond])), shape=(n, n)),
+                     directed=False)
+        n_comp = comp.max() + 1
+        logits = np.zeros((n_comp, q))
+        np.add.at(logits, comp, field)
+        gumbel = rng.gumbel(size=logits.shape)
+        new = (logits + gumbel).argmax(1)
+        clamped = np.zeros(n_comp, bool)
+        clamped[comp[observed]] = True
+        labels = np.where(clamped[comp], labels, new[comp])
+    return labels
+
+
+def bench_gibbs(n, q, sweeps, repeats):
+    graph = knn_like_graph(n)
+    model = potts(graph, q, beta=1.0)
+    t0 = time.perf_counter()
+    colors = greedy_coloring(graph)
+    t_color = time.perf_counter() - t0
+    kernel = chromatic_gibbs(graph, colors=colors)
+    state = kernel.init(model, jax.random.key(0))
+    run = raw_scan(kernel, sweeps)
+    t = timeit(lambda: run(model, jax.random.key(1), state), repeats)
+    from graphssl.inference.gibbs import color_classes
+
+    peer = plain_jax_gibbs(model, color_classes(colors), sweeps)
+    t_peer = timeit(lambda: peer(state.labels, jax.random.key(1)), repeats)
+    degree = graph.n_edges / n
+    d_max = int(model.neighbor_index.shape[1])
+    wbytes = model.neighbor_weight.dtype.itemsize
+    # per site update: padded neighbour index (4 B) + weight (wbytes) + neighbour label (4 B,
+    # mostly cache hits on a local graph, counted anyway) per slot, the field row (4 q B),
+    # observed flag + own label read/write (~9 B)
+    bytes_per_update = d_max * (4 + wbytes + 4) + 4 * q + 9
+    updates = n * sweeps
+    return {
+        "kind": "chromatic_gibbs", "n": n, "q": q, "mean_degree": degree, "d_max": d_max,
+        "n_colors": int(colors.max()) + 1, "coloring_s": t_color, "sweeps": sweeps,
+        "time_s": t, "site_updates_per_s": updates / t, "site_updates_per_ns": updates / t / 1e9,
+        "bytes_per_update": bytes_per_update, "gb_per_s": updates * bytes_per_update / t / 1e9,
+        "peer_plain_jax_updates_per_s": updates / t_peer, "ratio_vs_plain_jax": t_peer / t,
+    }
+
+
+def percolation_beta(graph: Graph) -> float:
+    """Reference inverse temperature: bond percolation on a graph of mean degree d has
+    p_c ~ 1/(d - 1) (Bethe estimate), so with all labels equal the SW bonds percolate once
+    1 - exp(-beta w_mean) > 1/(d - 1). The table scans multiples of this beta; whether the
+    state actually percolates (labels ordered) is read off the measured largest cluster."""
+    d = graph.n_edges / graph.n_nodes
+    w = float(np.mean(np.asarray(graph.weights)))
+    return float(-np.log1p(-1.0 / (d - 1)) / w)
+
+
+def bench_sw(n, q, sweeps, repeats):
+    graph = knn_like_graph(n)
+    beta_c = percolation_beta(graph)
+    rows = []
+    kernel = swendsen_wang()
+    run = raw_scan(kernel, sweeps)
+    for factor in (0.5, 1.0, 2.0, 4.0, 8.0):
+        model = potts(graph, q, beta=beta_c * factor)
+        state = kernel.init(model, jax.random.key(0))
+        # burn in so the state matches the temperature, then time and read the statistics
+        state = raw_scan(kernel, 20)(model, jax.random.key(2), state)
+        t = timeit(lambda m=model, st=state: run(m, jax.random.key(1), st), repeats)
+        _, info = jax.jit(kernel.step)(model, jax.random.key(3), state)
+        n_peer = max(2, sweeps // 4)
+        t0 = time.perf_counter()
+        scipy_swendsen_wang(model, state.labels, n_peer)
+        t_peer = (time.perf_counter() - t0) / n_peer
+        rows.append({
+            "kind": "swendsen_wang", "n": n, "q": q, "beta": beta_c * factor,
+            "beta_over_percolation": factor, "sweep_ms": 1e3 * t / sweeps,
+            "component_rounds": int(info["component_rounds"]),
+            "n_clusters": int(info["n_clusters"]), "max_cluster": int(info["max_cluster_size"]),
+            "peer_scipy_sweep_ms": 1e3 * t_peer, "ratio_vs_scipy": t_peer / (t / sweeps),
+        })
+    return rows
+
+
+def bench_chains(n, q, chain_counts, sweeps, repeats):
+    graph = knn_like_graph(n)
+    model = potts(graph, q, beta=1.0)
+    kernel = chromatic_gibbs(graph)
+    rows = []
+    for n_chains in chain_counts:
+        def go(c=n_chains):
+            return sample_chains(kernel, model, jax.random.key(0), n_chains=c, n_samples=sweeps,
+                                 burn_in=0).labels
+
+        t = timeit(go, repeats)
+        rows.append({"kind": "chains", "n": n, "q": q, "n_chains": n_chains, "time_s": t,
+                     "site_updates_per_s": n * sweeps * n_chains / t})
+    base = rows[0]["site_updates_per_s"] / rows[0]["n_chains"]
+    for row in rows:
+        row["per_chain_vs_single"] = row["site_updates_per_s"] / row["n_chains"] / base
+    return rows
+
+
+def bench_numpyro(n, q, sweeps, repeats, n_chains=4):
+    """Per-sweep cost of the same SW kernel in: a bare vmapped fori_loop, sample_chains, and
+    numpyro's MCMC (vectorized chains) through NumpyroKernel.
+
+    numpyro 0.22's ``MCMC.run`` re-jits its collection loop on every call (``fori_collect``
+    wraps the cached body in a fresh ``jit``, so the static-argument cache misses), so each run
+    pays a compile. We therefore time every driver at ``sweeps`` and ``2 * sweeps`` and report
+    the slope (seconds per extra sweep) as the steady-state cost, plus the total of one run.
+    """
+    from numpyro.infer import MCMC
+
+    from graphssl.inference.numpyro_adapter import NumpyroKernel
+
+    graph = knn_like_graph(n)
+    model = potts(graph, q, beta=1.0)
+    kernel = swendsen_wang()
+    keys = jax.random.split(jax.random.key(1), n_chains)
+    states = jax.vmap(lambda k: kernel.init(model, k))(keys)
+    row = {"kind": "numpyro_overhead", "n": n, "q": q, "n_chains": n_chains, "sweeps": sweeps}
+    for steps in (sweeps, 2 * sweeps):
+        raw = jax.jit(jax.vmap(lambda s, k, m=steps: raw_scan(kernel, m)(model, k, s)))
+        row[f"raw_{steps}_s"] = timeit(lambda r=raw: r(states, keys), repeats)
+        row[f"sample_chains_{steps}_s"] = timeit(
+            lambda m=steps: sample_chains(kernel, model, jax.random.key(0), n_chains=n_chains,
+                                          n_samples=m, burn_in=0).labels, repeats)
+        mcmc = MCMC(NumpyroKernel(kernel, model), num_warmup=0, num_samples=steps,
+                    num_chains=n_chains, chain_method="vectorized", progress_bar=False)
+
+        def run_numpyro(mc=mcmc):
+            mc.run(jax.random.key(0))
+            return mc.get_samples()["labels"]
+
+        row[f"numpyro_{steps}_s"] = timeit(run_numpyro, repeats)
+    for name in ("raw", "sample_chains", "numpyro"):
+        row[f"{name}_per_sweep_ms"] = 1e3 * (
+            row[f"{name}_{2 * sweeps}_s"] - row[f"{name}_{sweeps}_s"]) / sweeps
+    for name in ("sample_chains", "numpyro"):
+        row[f"{name}_overhead"] = row[f"{name}_per_sweep_ms"] / row["raw_per_sweep_ms"] - 1
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpu", action="store_true", help="GPU sizes")
+    parser.add_argument("--quick", action="store_true", help="tiny smoke sizes")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", default="gibbs,sw,chains,numpyro")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    if args.quick:
+        sizes = dict(gibbs=2000, sw=2000, chains=2000, chain_counts=(1, 4), numpyro=2000)
+        sweeps = 5
+    elif args.gpu:
+        sizes = dict(gibbs=10**7, sw=10**6, chains=10**5, chain_counts=(1, 8, 64),
+                     numpyro=10**5)
+        sweeps = 20
+    else:
+        sizes = dict(gibbs=10**5, sw=10**5, chains=10**5, chain_counts=(1, 2, 4), numpyro=10**5)
+        sweeps = 20
+    device = jax.devices()[0]
+    results = {"device": f"{device.platform}:{device.device_kind}", "jax": jax.__version__,
+               "cpu_count": __import__("os").cpu_count(), "python": platform.python_version(),
+               "rows": []}
+    rows = results["rows"]
+    if "gibbs" in only:
+        for q in (10, 2):
+            rows.append(bench_gibbs(sizes["gibbs"], q, sweeps, args.repeats))
+            print(rows[-1], flush=True)
+    if "sw" in only:
+        rows.extend(bench_sw(sizes["sw"], 10, sweeps, args.repeats))
+        print(rows[-5:], flush=True)
+    if "chains" in only:
+        rows.extend(bench_chains(sizes["chains"], 10, sizes["chain_counts"], sweeps, args.repeats))
+    if "numpyro" in only:
+        rows.append(bench_numpyro(sizes["numpyro"], 10, sweeps * 5, args.repeats))
+    print_table(results)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    tag = "quick" if args.quick else ("gpu" if args.gpu else device.platform)
+    out = RESULTS / f"bench_samplers_{tag}.json"
+    out.write_text(json.dumps(results, indent=2))
+    print(f"wrote {out}")
+
+
+def print_table(results):
+    print(f"\ndevice {results['device']}  jax {results['jax']}")
+    for row in results["rows"]:
+        kind = row["kind"]
+        if kind == "chromatic_gibbs":
+            print(f"Gibbs   N={row['n']:>9} q={row['q']:>2} deg={row['mean_degree']:.1f} "
+                  f"colors={row['n_colors']:>2}  {row['site_updates_per_s']:.3g} updates/s "
+                  f"({row['site_updates_per_ns']:.3g}/ns)  {row['bytes_per_update']} B/update "
+                  f"-> {row['gb_per_s']:.3g} GB/s; "
+                  f"x{row['ratio_vs_plain_jax']:.2f} vs plain JAX peer")
+        elif kind == "swendsen_wang":
+            print(f"SW      N={row['n']:>9} q={row['q']:>2} "
+                  f"beta/beta_p={row['beta_over_percolation']}"
+                  f"  {row['sweep_ms']:.3g} ms/sweep  rounds={row['component_rounds']} "
+                  f"clusters={row['n_clusters']} largest={row['max_cluster']}; "
+                  f"scipy peer {row['peer_scipy_sweep_ms']:.3g} ms (x{row['ratio_vs_scipy']:.2f})")
+        elif kind == "chains":
+            print(f"chains  N={row['n']:>9} chains={row['n_chains']:>3}  "
+                  f"{row['site_updates_per_s']:.3g} updates/s  per-chain vs single "
+                  f"{row['per_chain_vs_single']:.2f}")
+        elif kind == "numpyro_overhead":
+            s2 = 2 * row["sweeps"]
+            print(f"numpyro N={row['n']:>9} chains={row['n_chains']} per sweep: raw "
+                  f"{row['raw_per_sweep_ms']:.3g} ms, sample_chains "
+                  f"{row['sample_chains_per_sweep_ms']:.3g} ms "
+                  f"({100 * row['sample_chains_overhead']:+.0f}%), numpyro "
+                  f"{row['numpyro_per_sweep_ms']:.3g} ms ({100 * row['numpyro_overhead']:+.0f}%);"
+                  f" one {s2}-sweep run: raw {row[f'raw_{s2}_s']:.3g} s, numpyro "
+                  f"{row[f'numpyro_{s2}_s']:.3g} s (incl. its re-jit)")
+
+
+if __name__ == "__main__":
+    main()
