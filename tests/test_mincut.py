@@ -160,30 +160,17 @@ def test_mincut_is_map_of_clamped_potts_model():
 
 
 def _assert_sampler_never_beats(model, energy, rng):
-    try:
-        from graphssl.inference import gibbs  # noqa: F401
-        from graphssl.inference.gibbs import sample_chains, sequential_gibbs
-    except ImportError:  # the samplers' module has not landed: use plain numpy Gibbs
-        sample_chains = None
-    W = model.graph.to_scipy().toarray()
-    if sample_chains is not None:
-        import jax
+    """The package's Gibbs sampler (graphssl.inference.gibbs + chains): its lowest-energy
+    draw is never below the cut's energy."""
+    import jax
 
-        samples = sample_chains(
-            sequential_gibbs(), model, jax.random.key(0), n_chains=2, n_samples=200, burn_in=10
-        )
-        assert float(samples.map_energy) >= energy - 1e-9
-        return
-    obs = np.asarray(model.observed)
-    y = np.where(obs, np.asarray(model.labels), rng.integers(0, 2, obs.size))
-    best = np.inf
-    for _ in range(300):
-        for i in np.flatnonzero(~obs):
-            logits = np.array([W[i] @ (y == c) for c in (0, 1)])
-            p1 = 1.0 / (1.0 + np.exp(logits[0] - logits[1]))
-            y[i] = int(rng.random() < p1)
-        best = min(best, float(model.energy(np.asarray(y, dtype=np.int32))))
-    assert best >= energy - 1e-9
+    from graphssl.inference.chains import sample_chains
+    from graphssl.inference.gibbs import sequential_gibbs
+
+    key = jax.random.key(int(rng.integers(2**31)))
+    samples = sample_chains(sequential_gibbs(), model, key, n_chains=2, n_samples=100, burn_in=5)
+    assert float(samples.map_energy) >= energy - 1e-9
+    assert float(samples.map_energy) <= energy + 5.0  # the chains did reach low energies
 
 
 def test_mincut_map_with_field_matches_enumeration():

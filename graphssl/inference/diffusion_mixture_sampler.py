@@ -396,31 +396,43 @@ def _run_chain(model, key, state, n_iterations, burn_in, thin, max_components, m
 @partial(jax.jit, static_argnames=("n_chains", "n_iterations", "burn_in", "thin",
                                    "max_components", "moves", "init_beta"))
 def _sample_jit(model, key, n_chains, n_iterations, burn_in, thin, max_components, moves,
-                init_beta):
-    def one_model(model, key):
-        keys = jax.random.split(key, 2 * n_chains).reshape(2, n_chains, -1)
-        states = jax.vmap(partial(init_state, model, init_beta=init_beta))(keys[0])
+                init_beta, init_labels=None, init_noise=0.0):
+    def one_model(model, key, init_y):
+        keys = jax.random.split(key, 3 * n_chains).reshape(3, n_chains, -1)
+
+        def start(k_init, k_noise):
+            y0 = None
+            if init_y is not None:
+                redraw = jax.random.uniform(k_noise, init_y.shape) < init_noise
+                fresh = jax.random.categorical(k_noise, model.log_eta, shape=init_y.shape)
+                y0 = jnp.where(redraw, fresh, init_y)
+            return init_state(model, k_init, y=y0, init_beta=init_beta)
+
+        states = jax.vmap(start)(keys[0], keys[2])
         run = partial(_run_chain, model, n_iterations=n_iterations, burn_in=burn_in,
                       thin=thin, max_components=max_components, moves=moves)
         return jax.vmap(run)(keys[1], states)
 
     if model.labels.ndim == 1:
-        return one_model(model, key)
+        return one_model(model, key, init_labels)
     keys = jax.random.split(key, model.labels.shape[0])
-    return jax.vmap(one_model)(model, keys)
+    return jax.vmap(one_model)(model, keys, init_labels)
 
 
 def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
                    n_iterations: int = 1000, burn_in: int = 100, thin: int = 1,
                    max_components: int = 2, moves: tuple[bool, bool] = (True, True),
-                   init_beta: str = "random"):
+                   init_beta: str = "random", init_labels=None, init_noise: float = 0.0):
     """Run ``n_chains`` chains of Walder's sampler (fully JIT-compiled, vmapped over chains).
 
     A model whose leaves carry a leading axis (``stack_models``) is vmapped over it too
-    (one batch for many splits / hyper-parameters; the shapes must agree). Chains start
-    apart (random labels and centres). ``n_iterations`` is rounded down to a multiple of
-    ``thin``; ``max_components`` is R of Sec. 4.2; ``init_beta`` see :func:`init_state`.
-    Returns :class:`MixtureSamples`.
+    (one batch for many splits / hyper-parameters; the shapes must agree). By default chains
+    start apart (unobserved labels ~ eta, random centres). ``init_labels`` (int[m], or
+    int[S, m] for a batch; e.g. a Parzen-window prediction) starts every chain from those
+    labels instead, with a fraction ``init_noise`` of them redrawn from eta per chain (the
+    paper does not say how its chains started; a warm start matters with short chains).
+    ``n_iterations`` is rounded down to a multiple of ``thin``; ``max_components`` is R of
+    Sec. 4.2; ``init_beta`` see :func:`init_state`. Returns :class:`MixtureSamples`.
     """
     for name, value in (("n_chains", n_chains), ("n_iterations", n_iterations),
                         ("thin", thin), ("max_components", max_components)):
@@ -430,8 +442,19 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
         raise ValueError(f"burn_in: must be >= 0, got {burn_in}")
     if n_iterations < thin:
         raise ValueError(f"n_iterations: must be >= thin={thin}, got {n_iterations}")
+    if init_labels is not None:
+        init_labels = jnp.asarray(init_labels, jnp.int32)
+        if init_labels.shape != model.labels.shape:
+            raise ValueError(f"init_labels: expected shape {model.labels.shape}, "
+                             f"got {init_labels.shape}")
+        if np.any(np.asarray(init_labels) < 0) or np.any(
+                np.asarray(init_labels) >= model.n_classes):
+            raise ValueError(f"init_labels: classes must lie in 0..{model.n_classes - 1}")
+    if not 0.0 <= init_noise <= 1.0:
+        raise ValueError(f"init_noise: a fraction in [0, 1], got {init_noise}")
     return _sample_jit(model, key, int(n_chains), int(n_iterations), int(burn_in), int(thin),
-                       int(max_components), tuple(bool(x) for x in moves), init_beta)
+                       int(max_components), tuple(bool(x) for x in moves), init_beta,
+                       init_labels, jnp.asarray(init_noise, model.alpha.dtype))
 
 
 def stack_models(models, width: int | None = None):

@@ -9,9 +9,9 @@ plus an optional field ``h``) one sweep is the two Gibbs steps of the auxiliary-
    one; and, in the clamped phase, the label of the clamped nodes it holds (end of Sec. 3.4).
 
 Paper symbols -> code: ``A_ij`` (or ``J_ij``) = ``model.coupling_graph().weights`` (both
-directions stored; each undirected pair is bonded once, from its ``sender < receiver``
-copy); ``h`` = ``model.unary_logits()`` (``None`` or zeros = no field); the clamped set is
-``model.observed``.
+directions stored; each direction bonds with ``1 - exp(-J/2)``, so the pair bonds with
+``1 - exp(-J)``, see :func:`sample_bonds`); ``h`` = ``model.unary_logits()`` (``None`` or
+zeros = no field); the clamped set is ``model.observed``.
 
 A cluster can never hold two different clamped labels: bonds join only equal labels and
 clamped nodes always hold their observed labels, so every cluster with a clamped node is
@@ -36,11 +36,19 @@ __all__ = ["swendsen_wang", "connected_components", "sample_bonds"]
 
 
 def sample_bonds(key, labels, senders, receivers, couplings) -> jax.Array:
-    """Eq. (34): ``bool[E]`` bonds, at most one per undirected pair (``sender < receiver``)."""
-    p_bond = -jnp.expm1(-jnp.maximum(couplings, 0.0))
+    """Eq. (34): ``bool[E]``, each stored (directed) edge bonded with ``1 - exp(-J_e / 2)``
+    between equal labels.
+
+    The pair ``{i, j}`` is joined if either stored direction bonds, which happens with
+    ``1 - exp(-(J_ij + J_ji) / 2)``: exactly ``1 - exp(-J_ij)`` for a symmetric coupling graph
+    (both directions stored, CONTRIBUTING.md), and the right effective coupling
+    ``(J_ij + J_ji) / 2`` when the stored weights are asymmetric (an energy summing
+    ``J_e / 2`` over stored edges).
+    """
+    p_bond = -jnp.expm1(-0.5 * jnp.maximum(couplings, 0.0))
     u = jax.random.uniform(key, couplings.shape, dtype=p_bond.dtype)
     same = labels[senders] == labels[receivers]
-    return same & (senders < receivers) & (u < p_bond)
+    return same & (u < p_bond)
 
 
 def _compress(parent: jax.Array) -> jax.Array:
@@ -107,7 +115,7 @@ def swendsen_wang() -> Kernel:
             "n_clusters": jnp.sum(is_root.astype(jnp.int32)),
             "component_rounds": rounds,
             "max_cluster_size": jnp.max(sizes),
-            "n_bonds": jnp.sum(bonds.astype(jnp.int32)),
+            "n_bonds": jnp.sum(bonds.astype(jnp.int32)),  # bonded stored (directed) edges
         }
         return state._replace(labels=new_labels), info
 
