@@ -58,13 +58,20 @@ def potts(graph: Graph, q: int, beta: float, seed: int = 0) -> PottsModel:
     return PottsModel.create(graph, q, beta=beta, labels=labels)
 
 
+CPU_TIMES: list[float] = []
+
+
 def timeit(fn, repeats: int) -> float:
+    """Median wall time after a warm-up call; the median process CPU time (all threads) goes
+    to ``CPU_TIMES[-1]`` — steadier than wall time on a shared, oversubscribed machine."""
     jax.block_until_ready(fn())  # compile + warm up
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         jax.block_until_ready(fn())
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+    CPU_TIMES.append(statistics.median(cpu))
     return statistics.median(times)
 
 
@@ -144,10 +151,12 @@ def bench_gibbs(n, q, sweeps, repeats):
     state = kernel.init(model, jax.random.key(0))
     run = raw_scan(kernel, sweeps)
     t = timeit(lambda: run(model, jax.random.key(1), state), repeats)
+    cpu = CPU_TIMES[-1]
     from graphssl.inference.gibbs import color_classes
 
     peer = plain_jax_gibbs(model, color_classes(colors), sweeps)
     t_peer = timeit(lambda: peer(state.labels, jax.random.key(1)), repeats)
+    cpu_peer = CPU_TIMES[-1]
     degree = graph.n_edges / n
     d_max = int(model.neighbor_index.shape[1])
     wbytes = model.neighbor_weight.dtype.itemsize
@@ -162,6 +171,8 @@ def bench_gibbs(n, q, sweeps, repeats):
         "time_s": t, "site_updates_per_s": updates / t, "site_updates_per_ns": updates / t / 1e9,
         "bytes_per_update": bytes_per_update, "gb_per_s": updates * bytes_per_update / t / 1e9,
         "peer_plain_jax_updates_per_s": updates / t_peer, "ratio_vs_plain_jax": t_peer / t,
+        "cpu_s": cpu, "site_updates_per_cpu_s": updates / cpu,
+        "cpu_ratio_vs_plain_jax": cpu_peer / cpu,
     }
 
 
@@ -187,17 +198,20 @@ def bench_sw(n, q, sweeps, repeats):
         # burn in so the state matches the temperature, then time and read the statistics
         state = raw_scan(kernel, 20)(model, jax.random.key(2), state)
         t = timeit(lambda m=model, st=state: run(m, jax.random.key(1), st), repeats)
+        cpu = CPU_TIMES[-1]
         _, info = jax.jit(kernel.step)(model, jax.random.key(3), state)
         n_peer = max(2, sweeps // 4)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         scipy_swendsen_wang(model, state.labels, n_peer)
         t_peer = (time.perf_counter() - t0) / n_peer
+        cpu_peer = (time.process_time() - c0) / n_peer
         rows.append({
             "kind": "swendsen_wang", "n": n, "q": q, "beta": beta_c * factor,
             "beta_over_percolation": factor, "sweep_ms": 1e3 * t / sweeps,
             "component_rounds": int(info["component_rounds"]),
             "n_clusters": int(info["n_clusters"]), "max_cluster": int(info["max_cluster_size"]),
             "peer_scipy_sweep_ms": 1e3 * t_peer, "ratio_vs_scipy": t_peer / (t / sweeps),
+            "cpu_sweep_ms": 1e3 * cpu / sweeps, "cpu_ratio_vs_scipy": cpu_peer / (cpu / sweeps),
         })
     return rows
 
@@ -313,13 +327,16 @@ def print_table(results):
                   f"colors={row['n_colors']:>2}  {row['site_updates_per_s']:.3g} updates/s "
                   f"({row['site_updates_per_ns']:.3g}/ns)  {row['bytes_per_update']} B/update "
                   f"-> {row['gb_per_s']:.3g} GB/s; "
-                  f"x{row['ratio_vs_plain_jax']:.2f} vs plain JAX peer")
+                  f"x{row['ratio_vs_plain_jax']:.2f} vs plain JAX peer; CPU time: "
+                  f"{row['site_updates_per_cpu_s']:.3g} updates/cpu-s, "
+                  f"x{row['cpu_ratio_vs_plain_jax']:.2f} vs peer")
         elif kind == "swendsen_wang":
             print(f"SW      N={row['n']:>9} q={row['q']:>2} "
                   f"beta/beta_p={row['beta_over_percolation']}"
                   f"  {row['sweep_ms']:.3g} ms/sweep  rounds={row['component_rounds']} "
                   f"clusters={row['n_clusters']} largest={row['max_cluster']}; "
-                  f"scipy peer {row['peer_scipy_sweep_ms']:.3g} ms (x{row['ratio_vs_scipy']:.2f})")
+                  f"scipy peer {row['peer_scipy_sweep_ms']:.3g} ms (x{row['ratio_vs_scipy']:.2f}); "
+                  f"CPU {row['cpu_sweep_ms']:.3g} ms (x{row['cpu_ratio_vs_scipy']:.2f})")
         elif kind == "chains":
             print(f"chains  N={row['n']:>9} chains={row['n_chains']:>3}  "
                   f"{row['site_updates_per_s']:.3g} updates/s  per-chain vs single "

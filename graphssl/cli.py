@@ -1,17 +1,21 @@
-"""The ``graphssl`` command: compare the available models on one data set.
+"""The ``graphssl`` command: compare every model on one data set (the main job).
 
     graphssl run [--dataset two_moons|<shared npz name>|path.npz|path.csv]
-                 [--label-rate 0.05] [--n-splits 5] [--models grf,lgc,...]
-                 [--k 10] [--sigma kth_over_3] [--out DIR] [--seed 0]
+                 [--label-rate 0.05] [--n-splits 3] [--models all|grf,lgc,...]
+                 [--k 10] [--sigma kth_over_3] [--out DIR] [--seed 0] [--restart]
     graphssl list
 
 ``run`` builds the kNN graph once, fits every chosen model on the same random labelled
-splits (every class present), prints accuracy / AMI / time on the unlabelled points (time:
-``fit_graph`` + ``predict`` per split after one untimed warm-up fit) and
-writes ``results.json`` into ``--out``. Bad input prints one line on stderr and exits 2.
+splits (every class present) through :func:`graphssl.suite.compare_models`, and reports per
+model accuracy / AMI on the unlabelled points, MAP vs posterior-mean accuracy and their
+disagreement, expected calibration error, R-hat / ESS of the energy where sampled, and time.
+It writes ``results.json`` plus per-run JSON, ArviZ netCDF and PNG plots into ``--out``; a
+run interrupted and restarted resumes from the per-run results. Bad input prints one line
+on stderr and exits 2.
 
 New models are added to :data:`MODELS` (name -> (factory, description)); a factory takes no
-argument and returns an estimator with ``fit_graph(graph, y)`` and ``predict()``.
+argument and returns an estimator with ``fit_graph(graph, y)`` (or ``fit(X, y)`` when it sets
+``fits_features = True``) and ``label_distributions_``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import json
 import pathlib
 import sys
 import time
-import warnings
 
 import numpy as np
 
@@ -58,12 +61,63 @@ def _knn():
     return KNNGraphClassifier()
 
 
+def _potts_mean_field():
+    from graphssl.estimators.potts import PottsClassifier
+
+    return PottsClassifier(inference="mean_field", beta="nmfB")
+
+
+def _potts_gibbs():
+    from graphssl.estimators.potts import PottsClassifier
+
+    return PottsClassifier(inference="gibbs", beta="nmfB", n_chains=4, n_samples=300,
+                           burn_in=100)
+
+
+def _potts_swendsen_wang():
+    from graphssl.estimators.potts import PottsClassifier
+
+    return PottsClassifier(inference="swendsen_wang", beta="nmfB", n_chains=4, n_samples=300,
+                           burn_in=100)
+
+
+def _boltzmann():
+    from graphssl.estimators.boltzmann import BoltzmannMRFClassifier
+
+    return BoltzmannMRFClassifier(model="basic", n_restarts=1, max_iter=20)
+
+
+def _diffusion_mixture():
+    from graphssl.estimators.diffusion_mixture import DiffusionMixtureClassifier
+
+    return DiffusionMixtureClassifier(n_chains=2, n_iterations=200, burn_in=50)
+
+
+def _harmonic_mixture():
+    from graphssl.estimators.harmonic_mixture import HarmonicMixtureClassifier
+
+    return HarmonicMixtureClassifier(n_components=36)
+
+
+def _mincut():
+    from graphssl.estimators.mincut import MincutClassifier
+
+    return MincutClassifier()
+
+
 MODELS = {
     "grf": (_grf, "harmonic function / GRF (Zhu et al. 2003)"),
     "grf_cmn": (_grf_cmn, "GRF with class mass normalisation"),
     "lgc": (_lgc, "local and global consistency, alpha 0.99 (Zhou et al. 2004)"),
     "parzen": (_parzen, "graph Parzen window, heat kernel tau 5 (Walder)"),
     "knn": (_knn, "3 nearest labelled nodes along the graph"),
+    "potts_mf": (_potts_mean_field, "Potts naive mean field, beta from Gamma = 1 (B&B nmfB)"),
+    "potts_gibbs": (_potts_gibbs, "Potts posterior by chromatic Gibbs, 4 chains x 300"),
+    "potts_sw": (_potts_swendsen_wang, "Potts posterior by Swendsen-Wang, 4 chains x 300"),
+    "boltzmann": (_boltzmann, "Boltzmann MRF, learned sigma (Zhu & Ghahramani 2002)"),
+    "dirichlet_mixture": (_diffusion_mixture, "Dirichlet mixture of graph diffusions (Walder)"),
+    "harmonic_mixture": (_harmonic_mixture, "harmonic mixture, M = 36 (Zhu & Lafferty 2005)"),
+    "mincut": (_mincut, "s-t graph mincut (Blum & Chawla 2001)"),
 }
 
 
@@ -91,8 +145,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="CSV label column (index or header name; default: last)")
     run.add_argument("--label-rate", type=float, default=0.05,
                      help="fraction of labelled points per split (default 0.05)")
-    run.add_argument("--n-splits", type=int, default=5, help="random splits (default 5)")
-    run.add_argument("--models", default="grf,lgc,parzen,knn",
+    run.add_argument("--n-splits", type=int, default=3, help="random splits (default 3)")
+    run.add_argument("--models", default="all",
                      help=f"comma-separated, from: {', '.join(MODELS)} (or 'all')")
     run.add_argument("--k", type=int, default=10, help="kNN graph neighbours (default 10)")
     run.add_argument("--sigma", default="kth_over_3",
@@ -101,6 +155,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", default="graphssl-output", help="folder for results.json")
     run.add_argument("--seed", type=int, default=0, help="seed of the splits")
     run.add_argument("--data-dir", default=None, help="folder of shared .npz (or GRAPHSSL_DATA)")
+    run.add_argument("--restart", action="store_true",
+                     help="refit everything instead of resuming from results in --out")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
     sub.add_parser("list", help="list the models and data sets")
     return parser
 
@@ -163,97 +220,54 @@ def _splits(dataset, args) -> tuple[np.ndarray, list[np.ndarray], bool]:
     return y, list(rows), True
 
 
-def _evaluate(name, graph, y, splits, has_truth):
-    from graphssl import metrics
-
-    factory = MODELS[name][0]
-    warm = np.full(y.shape, -1, dtype=np.int64)
-    warm[splits[0]] = y[splits[0]]
-    factory().fit_graph(graph, warm)  # untimed warm-up: imports, JIT compiles
-    runs = []
-    for labelled in splits:
-        y_masked = np.full(y.shape, -1, dtype=np.int64)
-        y_masked[labelled] = y[labelled]
-        start = time.perf_counter()
-        prediction = factory().fit_graph(graph, y_masked).predict()
-        seconds = time.perf_counter() - start
-        run = {"seconds": seconds, "n_labelled": int(len(labelled))}
-        if has_truth:
-            run["accuracy"] = metrics.accuracy(y, prediction, labelled)
-            run["ami"] = metrics.adjusted_mutual_info(y, prediction, labelled)
-        else:
-            run["predictions"] = prediction.tolist()
-        runs.append(run)
-    return runs
-
-
-def _summary(runs, key):
-    values = [r[key] for r in runs if key in r]
-    return (float(np.mean(values)), float(np.std(values))) if values else (None, None)
-
-
-def _table(results) -> str:
-    lines = [f"{'model':<10} {'accuracy':>16} {'AMI':>16} {'time (s)':>10}"]
-    for name, runs in results.items():
-        cells = []
-        for key in ("accuracy", "ami"):
-            mean, std = _summary(runs, key)
-            cells.append("n/a" if mean is None else f"{mean:.4f} +- {std:.4f}")
-        seconds = _summary(runs, "seconds")[0]
-        lines.append(f"{name:<10} {cells[0]:>16} {cells[1]:>16} {seconds:>10.4f}")
-    return "\n".join(lines)
-
-
 def _run(args) -> int:
     import jax
 
+    from graphssl import suite
     from graphssl.graph import knn_graph
 
     jax.config.update("jax_enable_x64", True)
     names = _models(args.models)
     dataset = _load(args)
     y, splits, has_truth = _splits(dataset, args)
+    X = np.asarray(dataset.X)
     start = time.perf_counter()
-    graph = knn_graph(np.asarray(dataset.X), args.k, symmetrize=args.symmetrize,
-                      sigma=_sigma(args.sigma))
+    graph = knn_graph(X, args.k, symmetrize=args.symmetrize, sigma=_sigma(args.sigma),
+                      on_duplicates="ignore")
     graph_seconds = time.perf_counter() - start
     print(f"{dataset.name}: n = {dataset.n_samples}, d = {dataset.n_features}, "
           f"C = {dataset.n_classes}, {len(splits)} split(s) of {len(splits[0])} labels; "
           f"kNN graph k = {args.k}: {graph.n_edges} edges in {graph_seconds:.3f} s")
-    results = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("default")
-        for name in names:
-            results[name] = _evaluate(name, graph, y, splits, has_truth)
-    print(_table(results))
+    config = {"dataset": dataset.name, "n": dataset.n_samples, "k": args.k,
+              "sigma": args.sigma, "symmetrize": args.symmetrize,
+              "label_rate": args.label_rate, "seed": args.seed,
+              "splits": [np.asarray(s).tolist() for s in splits]}
     out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    models = {name: MODELS[name][0] for name in names}
+    results = suite.compare_models(models, graph, y, splits, out_dir=out, config=config, X=X,
+                                   progress=not args.no_progress, resume=not args.restart)
+    summary = suite.summarise(results)
+    print(suite.format_table(summary))
     report = {
         "dataset": dataset.name,
         "n_samples": dataset.n_samples,
         "n_features": dataset.n_features,
         "n_classes": dataset.n_classes,
+        "has_truth": has_truth,
         "graph": {"k": args.k, "sigma": args.sigma, "symmetrize": args.symmetrize,
                   "n_edges": graph.n_edges, "seconds": graph_seconds},
         "label_rate": args.label_rate,
         "seed": args.seed,
-        "splits": [np.asarray(s).tolist() for s in splits],
-        "models": {
-            name: {
-                "description": MODELS[name][1],
-                "accuracy_mean": _summary(runs, "accuracy")[0],
-                "accuracy_std": _summary(runs, "accuracy")[1],
-                "ami_mean": _summary(runs, "ami")[0],
-                "seconds_mean": _summary(runs, "seconds")[0],
-                "runs": runs,
-            }
-            for name, runs in results.items()
-        },
+        "splits": config["splits"],
+        "models": {name: {"description": MODELS[name][1]} | summary[name] | {"runs": runs}
+                   for name, runs in results.items()},
     }
     path = out / "results.json"
-    path.write_text(json.dumps(report, indent=1))
-    print(f"wrote {path}")
-    return 0
+    path.write_text(json.dumps(report, indent=1, default=float))
+    print(f"wrote {path} (per-run results in {out / 'runs'}, ArviZ data in {out / 'arviz'}, "
+          f"plots in {out / 'plots'})")
+    failed = [name for name, row in summary.items() if row["errors"]]
+    return 1 if failed and len(failed) == len(summary) else 0
 
 
 def _list(args) -> int:

@@ -95,6 +95,8 @@ def run_model(
             "accuracy_posterior_mean": metrics.accuracy(y, posterior_mean, labelled_idx),
             "ece": metrics.expected_calibration_error(encoded_truth, proba, 10, labelled_idx),
         }
+    else:
+        record["predictions"] = prediction.tolist()
     record["map_vs_posterior_mean_disagreement"] = metrics.map_posterior_disagreement(
         map_labels, posterior_mean, labelled_idx
     )

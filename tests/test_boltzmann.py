@@ -31,7 +31,9 @@ from graphssl.models.boltzmann import (
 
 def theta_of(alpha0, alphas, betas, gamma):
     return ExtendedParams(
-        jnp.asarray(alpha0, float), jnp.asarray(alphas, float), jnp.asarray(betas, float),
+        jnp.asarray(alpha0, float),
+        jnp.asarray(alphas, float),
+        jnp.asarray(betas, float),
         jnp.asarray(gamma, float),
     )
 
@@ -135,12 +137,16 @@ def test_exact_gradient_equals_autodiff_and_eqs_41_44(ten):
     dm = np.asarray(mc.edge_agreement - mu.edge_agreement)
     sq = np.asarray(problem.geometry.sq_diff)
     g_a0 = 0.5 * np.sum(A * dm)
-    g_ad = 0.5 * np.sum(A[:, None] * sq * np.exp(-np.asarray(theta.log_length_scales)) * dm[:, None], 0)
+    g_ad = 0.5 * np.sum(
+        A[:, None] * sq * np.exp(-np.asarray(theta.log_length_scales)) * dm[:, None], 0
+    )
     g_b = np.asarray(mc.node_marginals.sum(0) - mu.node_marginals.sum(0))
     lab = problem.labels
     obs = np.flatnonzero(lab >= 0)
     matches = float(np.sum(np.asarray(mc.node_marginals)[obs, lab[obs]]))
-    g_g = clamped_gamma_moment(theta.gamma, matches, 10 - 3, 2) - unclamped_gamma_moment(theta.gamma, 10, 2)
+    g_g = clamped_gamma_moment(theta.gamma, matches, 10 - 3, 2) - unclamped_gamma_moment(
+        theta.gamma, 10, 2
+    )
     np.testing.assert_allclose(grad, np.r_[g_a0, g_ad, g_b, g_g], atol=1e-10)
 
 
@@ -153,12 +159,20 @@ def test_sampled_gradient_matches_exact(ten, method):
     settings = bl.ChainSettings(n_chains=8, n_samples=1500, burn_in=100)
     _, sc = bl.chain_moments(c, jax.random.key(1), method, settings)
     _, su = bl.chain_moments(u, jax.random.key(2), method, settings)
-    per_chain = np.stack([
-        ravel_pytree(bl.gradient(theta, template, problem.geometry,
-                                 bl.sampled_moments(c, sc.labels[k]),
-                                 bl.sampled_moments(u, su.labels[k])))[0]
-        for k in range(settings.n_chains)
-    ])
+    per_chain = np.stack(
+        [
+            ravel_pytree(
+                bl.gradient(
+                    theta,
+                    template,
+                    problem.geometry,
+                    bl.sampled_moments(c, sc.labels[k]),
+                    bl.sampled_moments(u, su.labels[k]),
+                )
+            )[0]
+            for k in range(settings.n_chains)
+        ]
+    )
     est = per_chain.mean(0)
     se = per_chain.std(0, ddof=1) / np.sqrt(settings.n_chains)
     assert np.all(np.abs(est - exact) <= 5 * se + 0.01), (method, est, exact, se)
@@ -167,8 +181,12 @@ def test_sampled_gradient_matches_exact(ten, method):
 def test_log_likelihood_estimate_eq27(ten):
     problem, theta, loglik, _ = ten
     c, u, off = bl.models(problem.template(), problem.geometry, theta)
-    _, su = bl.chain_moments(u, jax.random.key(3), "swendsen_wang",
-                             bl.ChainSettings(n_chains=8, n_samples=1500, burn_in=100))
+    _, su = bl.chain_moments(
+        u,
+        jax.random.key(3),
+        "swendsen_wang",
+        bl.ChainSettings(n_chains=8, n_samples=1500, burn_in=100),
+    )
     assert abs(float(bl.log_likelihood_estimate(c, off, su.labels)) - float(loglik)) < 0.05
 
 
@@ -191,9 +209,17 @@ def test_sw_learning_matches_enumeration_learning(two_clusters):
     start = bl.BasicParams(jnp.log(jnp.asarray(0.3)))
     exact, info = bl.fit(problem, start, prior=prior, step=0.05, min_step=1e-5)
     assert info["converged"]
-    sw, sw_info = bl.fit(problem, start, method="swendsen_wang", prior=prior, step=0.05,
-                         key=jax.random.key(4), max_iter=30, min_step=1e-3,
-                         chains=bl.ChainSettings(n_chains=4, n_samples=400, burn_in=50))
+    sw, sw_info = bl.fit(
+        problem,
+        start,
+        method="swendsen_wang",
+        prior=prior,
+        step=0.05,
+        key=jax.random.key(4),
+        max_iter=30,
+        min_step=1e-3,
+        chains=bl.ChainSettings(n_chains=4, n_samples=400, burn_in=50),
+    )
     s_exact, s_sw = float(jnp.exp(exact.log_sigma)), float(jnp.exp(sw.log_sigma))
     assert 0.3 < s_exact < prior.sigma_max
     assert abs(s_sw - s_exact) / s_exact < 0.1, (s_sw, s_exact)
@@ -205,8 +231,9 @@ def test_optax_ascent_reaches_the_same_sigma(two_clusters):
     problem, prior = two_clusters
     start = bl.BasicParams(jnp.log(jnp.asarray(0.3)))
     exact, _ = bl.fit(problem, start, prior=prior, step=0.05, min_step=1e-5)
-    opt, info = bl.fit(problem, start, prior=prior, optimizer=optax.adam(0.05), max_iter=300,
-                       gtol=1e-4)
+    opt, info = bl.fit(
+        problem, start, prior=prior, optimizer=optax.adam(0.05), max_iter=300, gtol=1e-4
+    )
     np.testing.assert_allclose(jnp.exp(opt.log_sigma), jnp.exp(exact.log_sigma), rtol=1e-2)
 
 
@@ -265,5 +292,30 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="kind"):
         bl.BoltzmannProblem(pair_geometry(X + np.eye(3, 2)), np.array([0, -1, 1]), 2, "other")
     with pytest.raises(ValueError, match="labels"):
-        extended_boltzmann(pair_geometry(X + np.eye(3, 2)), theta_of(0, [0, 0], [0, 0], 0),
-                           np.array([0, 3, -1]))
+        extended_boltzmann(
+            pair_geometry(X + np.eye(3, 2)), theta_of(0, [0, 0], [0, 0], 0), np.array([0, 3, -1])
+        )
+
+
+def test_knn_pairs_are_symmetric_and_hold_nearest_neighbours():
+    X = np.random.default_rng(2).normal(size=(30, 3))
+    geo = pair_geometry(X, k=3)
+    pairs = set(zip(np.asarray(geo.senders).tolist(), np.asarray(geo.receivers).tolist()))
+    assert all((r, s) in pairs for s, r in pairs)
+    d = ((X[:, None] - X[None]) ** 2).sum(-1) + np.diag(np.full(30, np.inf))
+    assert all((i, int(d[i].argmin())) in pairs for i in range(30))
+    np.testing.assert_allclose(geo.sq_dist, d[geo.senders, geo.receivers])
+
+
+def test_estimator_corrects_noisy_labels_and_exposes_length_scales():
+    from graphssl.estimators.boltzmann import BoltzmannMRFClassifier
+
+    ds = data.noisy_label_clusters()
+    clf = BoltzmannMRFClassifier(n_restarts=1, max_iter=30).fit(ds.X, ds.extra["observed_labels"])
+    np.testing.assert_array_equal(clf.transduction_, ds.y)
+    assert 0 in clf.suspected_label_errors_
+    assert clf.length_scales_.shape == (2,) and np.all(clf.length_scales_ > 0)
+    np.testing.assert_allclose(clf.length_scales_**2 * 2, np.exp(clf.log_length_scales_))
+    assert clf.predict_proba().shape == (16, 2)
+    with pytest.raises(ValueError, match="model"):
+        BoltzmannMRFClassifier(model="nope").fit(ds.X, ds.extra["observed_labels"])

@@ -273,3 +273,11 @@ def test_blocked_inverse_cdf_is_exact():
     p = w / w.sum()
     assert np.all(freq[p == 0] == 0)
     assert np.all(np.abs(freq - p) < 5 * np.sqrt(p * (1 - p) / k.size) + 1e-12)
+
+
+def test_parzen_scores_match_the_library_baseline(setup):
+    from graphssl.models.baselines import parzen_window
+
+    lib = parzen_window(_tiny_graph(), np.array([0, -1, -1, -1, 1]), tau=3.0,
+                        class_prior=[0.6, 0.4], n_classes=C, method="dense")
+    np.testing.assert_allclose(np.asarray(dm.parzen_scores(setup[0])), lib, atol=1e-10)

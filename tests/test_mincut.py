@@ -156,7 +156,7 @@ def test_mincut_is_map_of_clamped_potts_model():
         assert energy == pytest.approx(result.cut_value - np.triu(W, 1).sum(), abs=1e-9)
         solution, info = mincut_map(model)
         assert np.array_equal(solution, out) and info["exact"]
-        _assert_sampler_never_beats(model, energy, rng)
+    _assert_sampler_never_beats(model, energy, rng)  # one JAX compile: the last graph only
 
 
 def _assert_sampler_never_beats(model, energy, rng):
@@ -168,7 +168,7 @@ def _assert_sampler_never_beats(model, energy, rng):
     from graphssl.inference.gibbs import sequential_gibbs
 
     key = jax.random.key(int(rng.integers(2**31)))
-    samples = sample_chains(sequential_gibbs(), model, key, n_chains=2, n_samples=100, burn_in=5)
+    samples = sample_chains(sequential_gibbs(), model, key, n_chains=2, n_samples=60, burn_in=5)
     assert float(samples.map_energy) >= energy - 1e-9
     assert float(samples.map_energy) <= energy + 5.0  # the chains did reach low energies
 

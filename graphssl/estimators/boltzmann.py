@@ -53,10 +53,25 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
       fit_info_, restarts_: the optimiser records.
     """
 
-    def __init__(self, model="extended", pairs="auto", method="auto", prior="default",
-                 sigma_rate=1.0, n_restarts=3, max_iter=100, step=0.05, n_chains=4,
-                 n_samples=300, burn_in=50, random_state=0, k=10, symmetrize="max",
-                 weight="gaussian", sigma="kth_over_3"):
+    def __init__(
+        self,
+        model="extended",
+        pairs="auto",
+        method="auto",
+        prior="default",
+        sigma_rate=1.0,
+        n_restarts=3,
+        max_iter=100,
+        step=0.05,
+        n_chains=4,
+        n_samples=300,
+        burn_in=50,
+        random_state=0,
+        k=10,
+        symmetrize="max",
+        weight="gaussian",
+        sigma="kth_over_3",
+    ):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.model = model
         self.pairs = pairs
@@ -107,15 +122,24 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         n_free = n if self.model == "extended" else int(np.sum(labels < 0))
         method, pairs = self._check(n, n_free)
         geometry = pair_geometry(X, None if pairs == "dense" else int(self.k))
-        problem = bl.BoltzmannProblem(geometry, np.asarray(labels), int(max(n_classes, 2)), self.model)
+        problem = bl.BoltzmannProblem(
+            geometry, np.asarray(labels), int(max(n_classes, 2)), self.model
+        )
         prior = self._prior(problem)
-        chains = bl.ChainSettings(n_chains=int(self.n_chains), n_samples=int(self.n_samples),
-                                  burn_in=int(self.burn_in))
+        chains = bl.ChainSettings(
+            n_chains=int(self.n_chains), n_samples=int(self.n_samples), burn_in=int(self.burn_in)
+        )
         key = jax.random.key(int(self.random_state))
         k_fit, k_post = jax.random.split(key)
         theta, info, trials = bl.random_restarts(
-            problem, k_fit, int(self.n_restarts), method=method, prior=prior, chains=chains,
-            step=float(self.step), max_iter=int(self.max_iter),
+            problem,
+            k_fit,
+            int(self.n_restarts),
+            method=method,
+            prior=prior,
+            chains=chains,
+            step=float(self.step),
+            max_iter=int(self.max_iter),
         )
         post = bl.posterior(problem, theta, method=method, key=k_post)
         self.theta_ = theta

@@ -11,7 +11,7 @@ from graphssl.inference.diffusion_mixture_sampler import (
     posterior_mean_labels,
     sample_mixture,
 )
-from graphssl.models.diffusion_mixture import DirichletDiffusionMixture
+from graphssl.models.diffusion_mixture import DirichletDiffusionMixture, parzen_scores
 
 __all__ = ["DiffusionMixtureClassifier"]
 
@@ -34,6 +34,9 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
       max_components: R of the re-labelling move (Sec. 4.2).
       estimate: ``"mean"`` (posterior class marginals) or ``"map"`` (most probable visited
         state refined by conditional maximisation, one-hot).
+      init: ``"random"`` (chains start apart: labels ~ eta, random centres) or ``"parzen"``
+        (labels from the graph Parzen window on the same D_tau, a fraction ``init_noise``
+        redrawn per chain so that chains still start apart; centres beta_i = i).
       random_state: integer seed.
 
     Attributes after ``fit``: those of the base, plus ``model_``, ``samples_``
@@ -45,7 +48,8 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
     def __init__(self, k=10, symmetrize="max", weight="gaussian", sigma="walder", tau=5.0,
                  alpha=0.5, gamma=0.0, class_prior=None, balance=True,
                  laplacian_kind="symmetric", n_chains=4, n_iterations=1000, burn_in=100,
-                 thin=10, max_components=2, estimate="mean", random_state=0):
+                 thin=10, max_components=2, estimate="mean", init="random", init_noise=0.1,
+                 random_state=0):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.tau = tau
         self.alpha = alpha
@@ -59,6 +63,8 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         self.thin = thin
         self.max_components = max_components
         self.estimate = estimate
+        self.init = init
+        self.init_noise = init_noise
         self.random_state = random_state
 
     def _eta(self, labels, n_classes):
@@ -78,11 +84,16 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
             graph, labels, n_classes, tau=self.tau, alpha=self.alpha, gamma=self.gamma,
             class_prior=self._eta(labels, n_classes), balance=self.balance,
             laplacian_kind=self.laplacian_kind)
+        if self.init not in ("random", "parzen"):
+            raise ValueError(f"init: got {self.init!r}; use 'random' or 'parzen'")
         thin = min(int(self.thin), int(self.n_iterations))
+        warm = self.init == "parzen"
+        start = np.asarray(parzen_scores(self.model_)).argmax(axis=1) if warm else None
         self.samples_ = sample_mixture(
             self.model_, jax.random.PRNGKey(int(self.random_state)), n_chains=self.n_chains,
             n_iterations=self.n_iterations, burn_in=self.burn_in, thin=thin,
-            max_components=self.max_components)
+            max_components=self.max_components, init_beta="self" if warm else "random",
+            init_labels=start, init_noise=float(self.init_noise) if warm else 0.0)
         self.posterior_mean_ = posterior_mean_labels(self.samples_)
         self.map_labels_, self.map_log_joint_, _ = map_estimate(self.model_, self.samples_)
         self.acceptance_ = {

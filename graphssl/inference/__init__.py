@@ -11,6 +11,7 @@ from graphssl.inference.enumeration import (
     exact_marginals,
 )
 from graphssl.inference.gibbs import chromatic_gibbs, greedy_coloring, sequential_gibbs
+from graphssl.inference.icm import ICMInfo, iterated_conditional_modes
 from graphssl.inference.kernels import (
     Kernel,
     LabelState,
@@ -23,6 +24,8 @@ from graphssl.inference.swendsen_wang import connected_components, swendsen_wang
 
 __all__ = [
     "ExactResult",
+    "ICMInfo",
+    "NumpyroKernel",
     "Kernel",
     "LabelState",
     "Samples",
@@ -36,6 +39,7 @@ __all__ = [
     "exact_map",
     "exact_marginals",
     "greedy_coloring",
+    "iterated_conditional_modes",
     "label_marginals",
     "metropolis_hastings",
     "permutation_move",
@@ -45,3 +49,12 @@ __all__ = [
     "storage_dtype",
     "swendsen_wang",
 ]
+
+
+def __getattr__(name):
+    """``NumpyroKernel`` is imported lazily (numpyro's import is slow)."""
+    if name == "NumpyroKernel":
+        from graphssl.inference.numpyro_adapter import NumpyroKernel
+
+        return NumpyroKernel
+    raise AttributeError(f"module 'graphssl.inference' has no attribute {name!r}")

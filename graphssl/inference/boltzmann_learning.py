@@ -354,7 +354,9 @@ def _kernel(method: str, model: BoltzmannMRF):
     dense = model.n_nodes <= 64
     structure = None
     if method != "swendsen_wang" and not dense:  # chromatic Gibbs: colouring of this graph
-        structure = hash(np.asarray(model.graph.senders).tobytes() + np.asarray(model.graph.receivers).tobytes())
+        structure = hash(
+            np.asarray(model.graph.senders).tobytes() + np.asarray(model.graph.receivers).tobytes()
+        )
     key = (method, dense, structure)
     if key not in _KERNELS:
         if method == "swendsen_wang":
@@ -482,12 +484,15 @@ def adaptive_hill_climb(
     min_step=1e-4,
     max_iter=300,
     ftol=1e-7,
+    xtol=0.0,
     overshoot: str = "auto",
 ):
     """Gradient ascent with the adaptive step of Sec. 3.1: after ``patience`` successful
     steps in a row the step grows by ``grow``; on overshoot the last good parameters are
     kept and the step shrinks by ``shrink``; stop when the step falls below ``min_step``,
-    the objective rises by less than ``ftol``, or after ``max_iter`` steps.
+    the objective rises by less than ``ftol`` (exact objective only), an accepted step moves
+    every parameter by less than ``xtol`` (for noisy sampled gradients), or after
+    ``max_iter`` steps.
 
     Overshoot test (``overshoot``): ``"objective"`` -- the objective fell (exact
     enumeration); ``"gradient"`` -- the new gradient points back, ``g' . (theta' - theta)
@@ -501,7 +506,7 @@ def adaptive_hill_climb(
     g = ravel_pytree(grad)[0]
     history = [dict(objective=value, step=step, theta=np.asarray(flat), accepted=True)]
     wins, reason = 0, "max_iter"
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (it is reported)
         new_flat = ravel_pytree(_project(oracle.prior, unravel(flat + step * g)))[0]
         new_value, new_grad, new_aux = oracle(unravel(new_flat))
         new_g = ravel_pytree(new_grad)[0]
@@ -519,12 +524,16 @@ def adaptive_hill_climb(
                 break
             continue
         gain = new_value - value
+        moved = float(jnp.max(jnp.abs(new_flat - flat)))
         flat, value, g, aux = new_flat, new_value, new_g, new_aux
         wins += 1
         if wins >= patience:
             step, wins = step * grow, 0
         if overshoot == "objective" and 0 <= gain < ftol:
             reason = "objective converged"
+            break
+        if moved < xtol:
+            reason = "parameter change below xtol"
             break
     info = dict(
         iterations=it,
@@ -548,7 +557,7 @@ def optax_ascent(oracle: GradientOracle, theta0, optimizer=None, *, max_iter=300
     theta, state = theta0, optimizer.init(theta0)
     history = []
     reason = "max_iter"
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (it is reported)
         value, grad, aux = oracle(theta)
         norm = float(jnp.linalg.norm(ravel_pytree(grad)[0]))
         history.append(dict(objective=value, grad_norm=norm))

@@ -376,16 +376,26 @@ def init_gaussian_mixture(
     covariance_type: str = "full",
     options: EMOptions = DEFAULT_OPTIONS,
     kmeans_iter: int = 30,
+    kmeans_sample: int | None = None,
 ):
     """Mixture initialised from k-means: means = centres, covariances = within-cluster
-    scatter (regularised), gamma = cluster sizes, lambda uniform."""
+    scatter (regularised), gamma = cluster sizes, lambda uniform. ``kmeans_sample``: run
+    k-means on that many random rows only (large n), then assign every row once."""
     if covariance_type not in COVARIANCE_TYPES:
         raise ValueError(
             f"covariance_type: unknown {covariance_type!r}; use one of "
             f"{', '.join(COVARIANCE_TYPES)}"
         )
-    _, assignments, _ = kmeans(X, n_components, key, n_iter=kmeans_iter,
+    if kmeans_sample is not None and kmeans_sample < X.shape[0]:
+        key, sub = jax.random.split(key)
+        rows = jax.random.choice(sub, X.shape[0], (kmeans_sample,), replace=False)
+        centers, _, _ = kmeans(X[rows], n_components, key, n_iter=kmeans_iter,
                                batch_size=options.batch_size)
+        assignments, _ = jax.jit(kmeans_assign, static_argnums=2)(
+            X, centers, options.batch_size)
+    else:
+        _, assignments, _ = kmeans(X, n_components, key, n_iter=kmeans_iter,
+                                   batch_size=options.batch_size)
     M, D = n_components, X.shape[1]
     shape = {"full": (M, D, D), "diag": (M, D), "spherical": (M,)}[covariance_type]
     like = GaussianMixture(

@@ -301,8 +301,8 @@ def extended_boltzmann(geometry: PairGeometry, params: ExtendedParams, labels) -
     observed, lab, _ = _as_labels(labels, geometry.n_nodes, C)
     if np.shape(params.log_length_scales) != (geometry.sq_diff.shape[1],):
         raise ValueError(
-            f"params.log_length_scales must have one entry per feature ({geometry.sq_diff.shape[1]}), "
-            f"got shape {np.shape(params.log_length_scales)}."
+            "params.log_length_scales must have one entry per feature "
+            f"({geometry.sq_diff.shape[1]}), got shape {np.shape(params.log_length_scales)}."
         )
     couplings = length_scale_couplings(geometry, params.alpha0, params.log_length_scales)
     return _build(
@@ -348,7 +348,8 @@ def unclamped_gamma_moment(gamma, n_nodes: int, n_classes: int) -> jax.Array:
 
 
 def clamped_gamma_moment(gamma, expected_matches, n_unlabelled: int, n_classes: int) -> jax.Array:
-    """``<dH/dgamma>_c = <sum_{i<=l} delta(o_i,y_i)>_G e^gamma + u e^{gamma+e^gamma}/(C-1+e^{e^gamma})``, Eq. (73)."""
+    """Eq. (73): ``<dH/dgamma>_c = <sum_{i<=l} delta(o_i, y_i)>_G e^gamma
+    + u e^{gamma + e^gamma} / (C - 1 + e^{e^gamma})``."""
     tail = n_unlabelled * jnp.exp(
         gamma + jnp.exp(gamma) - log_evidence_normaliser(gamma, n_classes)
     )

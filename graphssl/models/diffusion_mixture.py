@@ -59,6 +59,7 @@ __all__ = [
     "pair_log_conditional",
     "remove_site",
     "add_site",
+    "parzen_scores",
 ]
 
 _MIN_PMF = 1e-30  # floor of D_tau entries: keeps log D finite (an impossible centre is ~e^-69)
@@ -370,3 +371,17 @@ def pair_log_conditional(model, removed: MixtureStats, i) -> jax.Array:
     a_m = model.alpha / model.n_nodes
     comp = jnp.log(removed.component_counts.astype(model.alpha.dtype) + a_m)
     return class_log_weights(model, removed, i)[:, None] + comp + model.log_diffusion[i][None]
+
+
+def parzen_scores(model: DirichletDiffusionMixture) -> jax.Array:
+    """Graph Parzen window with the model's own ``D_tau`` (Walder Sec. 5 baseline), float[m, C]:
+
+    ``p(y_i = c) ∝ eta_c / |L_c| sum_{l in L_c} D_tau[i, l]`` over the observed nodes L_c of
+    class c (rows normalised). The sampler can start from its argmax (a warm start).
+    """
+    D = jnp.exp(model.log_diffusion)
+    onehot = jax.nn.one_hot(model.labels, model.n_classes, dtype=D.dtype)
+    onehot = onehot * model.observed[:, None]
+    counts = jnp.maximum(onehot.sum(axis=0), 1.0)
+    scores = (D @ onehot) * jnp.exp(model.log_eta) / counts
+    return scores / jnp.maximum(scores.sum(axis=1, keepdims=True), 1e-300)
