@@ -6,7 +6,9 @@ Data: ``usps_full`` (9298 x 256) and ``secstr`` (83,679 x 15) from ``GRAPHSSL_DA
 * wall time of the call alone (data already loaded, libraries imported, JAX warmed up);
 * peak resident memory above the process's level before the call (``ru_maxrss`` delta);
 * peak of traced allocations (``tracemalloc``, a second run: NumPy arrays are traced, so an
-  n x n float32/64 array would show as >= 4 n^2 bytes; native trees in C++ are not traced);
+  n x n float32/64 array would show as >= 4 n^2 bytes; native trees in C++ are not traced),
+  and again on a random n/4 subset: the growth exponent s (peak ~ n^s) is 2 for an n x n
+  array and <= 1 for blocked / O(n k) methods;
 * recall@k against the exact neighbour *distances* (ties make indices ambiguous: SecStr's
   features are categorical codes with many duplicate points).
 
@@ -126,12 +128,14 @@ RUNNERS = {
 
 
 # ---------------------------------------------------------------------- worker side
-def _load(name, data_dir, quick):
+def _load(name, data_dir, quick, fraction=1.0):
     from graphssl.data import load_dataset
 
     X = np.asarray(load_dataset(name, data_dir=data_dir).X, dtype=np.float64)
-    if quick:
-        X = X[np.random.default_rng(0).choice(len(X), min(len(X), 3000), replace=False)]
+    m = min(len(X), 3000) if quick else len(X)
+    m = max(2 * 10 + 2, int(round(m * fraction)))
+    if m < len(X):
+        X = X[np.sort(np.random.default_rng(0).choice(len(X), m, replace=False))]
     return np.ascontiguousarray(X)
 
 
@@ -144,7 +148,7 @@ def _rss_now_kb() -> int:
 
 
 def worker(spec: dict) -> dict:
-    X = _load(spec["set"], spec["data_dir"], spec["quick"])
+    X = _load(spec["set"], spec["data_dir"], spec["quick"], spec.get("fraction", 1.0))
     k, method = spec["k"], spec["method"]
     run = RUNNERS[method]
     run(X[:200], k)  # warm-up: imports, numba/JAX compiles on a small problem
@@ -155,7 +159,7 @@ def worker(spec: dict) -> dict:
         run(X, k)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        return {"traced_peak_bytes": int(peak)}
+        return {"traced_peak_bytes": int(peak), "n": int(X.shape[0])}
     base_kb = _rss_now_kb()
     times = []
     for _ in range(spec["repeats"]):
@@ -208,7 +212,7 @@ def _device() -> str:
     return f"{cpu}, {os.cpu_count()} cores"
 
 
-def run_benchmark(sets, k, methods, data_dir, quick, timeout, repeats):
+def run_benchmark(sets, k, methods, data_dir, quick, timeout, repeats, scaling=True):
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in sets:
@@ -223,6 +227,13 @@ def run_benchmark(sets, k, methods, data_dir, quick, timeout, repeats):
                     if "error" in traced:
                         traced = {"traced_error": traced["error"]}
                     res.update(traced)
+                    if scaling:  # traced peak at n / 4: slope 2 = quadratic, <= 1 = linear
+                        quarter = _spawn({**spec, "trace": True, "fraction": 0.25}, timeout)
+                        if "traced_peak_bytes" in quarter and res.get("traced_peak_bytes"):
+                            res["traced_peak_quarter_bytes"] = quarter["traced_peak_bytes"]
+                            res["memory_slope"] = float(np.log(
+                                res["traced_peak_bytes"] / max(quarter["traced_peak_bytes"], 1)
+                            ) / np.log(res["n"] / quarter["n"]))
                     if os.path.exists(spec["out"]):
                         dist = np.load(spec["out"])
                         if method in ("graphssl_kdtree", "graphssl_brute") and exact is None:
@@ -247,8 +258,9 @@ def _add_ratios(rows):
         if r.get("seconds") and ref.get(r["set"]):
             r["time_vs_sklearn"] = r["seconds"] / ref[r["set"]]
         n = r.get("n")
-        if n and "traced_peak_bytes" in r:
-            r["no_nxn_array"] = bool(r["traced_peak_bytes"] < 4 * n * n)
+        if n and "traced_peak_bytes" in r:  # below a float32 n x n; the slope confirms
+            r["no_nxn_array"] = bool(r["traced_peak_bytes"] < 4 * n * n
+                                     or r.get("memory_slope", 2.0) < 1.5)
 
 
 def _mb(x):
@@ -266,18 +278,20 @@ def _row_text(r):
 
 def print_table(rows, k):
     head = (f"| set | n x d | method | exact | time (s, min) | x sklearn | peak RSS + (MB) | "
-            f"traced peak (MB) | no n x n | recall@{k} |")
+            f"traced peak (MB) | memory ~ n^s | no n x n | recall@{k} |")
     print(head)
-    print("|" + "---|" * 10)
+    print("|" + "---|" * 11)
     for r in rows:
         exact = METHODS[r["method"]][1]
         if "error" in r:
-            print(f"| {r['set']} | | {r['method']} | {exact} | {r['error']} | | | | | |")
+            print(f"| {r['set']} | | {r['method']} | {exact} | {r['error']} | | | | | | |")
             continue
         ratio = r.get("time_vs_sklearn")
         cells = [r["set"], f"{r['n']} x {r['d']}", r["method"], exact, f"{r['seconds']:.3f}",
                  "-" if ratio is None else f"{ratio:.2f}", _mb(r.get("rss_delta_bytes")).strip(),
-                 _mb(r.get("traced_peak_bytes")).strip(), r.get("no_nxn_array", "-"),
+                 _mb(r.get("traced_peak_bytes")).strip(),
+                 f"{r['memory_slope']:.2f}" if "memory_slope" in r else "-",
+                 r.get("no_nxn_array", "-"),
                  f"{r.get('recall', float('nan')):.4f}"]
         print("| " + " | ".join(str(c) for c in cells) + " |")
 
@@ -291,17 +305,21 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="3000-point subsets (smoke test)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per method run")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per method (min)")
+    parser.add_argument("--no-scaling", action="store_true",
+                        help="skip the n/4 traced run (memory growth exponent)")
+    parser.add_argument("--out", default=None, help="JSON file (default results/bench_graph.json)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
         return
     rows = run_benchmark(args.sets, args.k, args.methods, args.data_dir, args.quick,
-                         args.timeout, args.repeats)
+                         args.timeout, args.repeats, not args.no_scaling)
     print()
     print_table(rows, args.k)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / ("bench_graph_quick.json" if args.quick else "bench_graph.json")
+    out = pathlib.Path(args.out) if args.out else \
+        RESULTS / ("bench_graph_quick.json" if args.quick else "bench_graph.json")
     out.write_text(json.dumps({
         "benchmark": "kNN graph construction", "k": args.k, "device": _device(),
         "versions": _versions(), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),

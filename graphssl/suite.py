@@ -10,7 +10,8 @@ ArviZ data go to ``<out>/arviz/`` (netCDF) and plots to ``<out>/plots/`` (PNG).
 Estimator conventions read here (all optional except the first two):
 ``fit_graph(graph, y)`` and ``label_distributions_`` (float[n, C], columns = ``classes_``);
 ``map_labels_`` (values of ``classes_``; MAP labels where the model has a posterior distinct
-from its marginals); ``inference_data_`` (ArviZ DataTree with ``sample_stats.energy``).
+from its marginals); ``inference_data_`` or a ``to_arviz()`` method (ArviZ DataTree with
+``sample_stats.energy``).
 """
 
 from __future__ import annotations
@@ -100,9 +101,20 @@ def run_model(
     record["map_vs_posterior_mean_disagreement"] = metrics.map_posterior_disagreement(
         map_labels, posterior_mean, labelled_idx
     )
-    record |= _energy_diagnostics(getattr(estimator, "inference_data_", None))
+    record |= _energy_diagnostics(_inference_data(estimator))
     record["warnings"] = sorted({str(w.message).splitlines()[0] for w in caught})[:5]
     return record, estimator
+
+
+def _inference_data(estimator):
+    """The estimator's ArviZ data: ``inference_data_`` or ``to_arviz()`` when it sampled."""
+    data = getattr(estimator, "inference_data_", None)
+    if data is None and hasattr(estimator, "to_arviz") and hasattr(estimator, "samples_"):
+        try:
+            data = estimator.to_arviz()
+        except Exception:  # noqa: BLE001 - diagnostics are optional, the numbers are not
+            data = None
+    return data
 
 
 def _config_key(config: dict) -> str:
@@ -110,7 +122,7 @@ def _config_key(config: dict) -> str:
 
 
 def _save_arviz(estimator, path: pathlib.Path) -> str | None:
-    data = getattr(estimator, "inference_data_", None)
+    data = _inference_data(estimator)
     if data is None:
         return None
     try:
@@ -140,6 +152,33 @@ def _plot_marginals(X, estimator, labelled_idx, path: pathlib.Path, title: str) 
     ax.scatter(X[labelled_idx, 0], X[labelled_idx, 1], c="k", marker="x", s=40, label="labelled")
     ax.set_title(f"{title}: label (colour) and its marginal probability (opacity)", fontsize=8)
     ax.legend(loc="best", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
+
+
+def _plot_energy_trace(estimator, path: pathlib.Path, title: str) -> str | None:
+    """Energy trace per chain, when the model was sampled."""
+    data = _inference_data(estimator)
+    if data is None:
+        return None
+    try:
+        energy = np.asarray(data["sample_stats"]["energy"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3))
+    for chain, trace in enumerate(np.atleast_2d(energy)):
+        ax.plot(trace, lw=0.7, label=f"chain {chain}")
+    ax.set_xlabel("draw")
+    ax.set_ylabel("energy")
+    ax.set_title(f"{title}: energy trace (chains should overlap)", fontsize=8)
+    ax.legend(fontsize=6, ncol=4)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -198,6 +237,9 @@ def compare_models(
             if i == 0:
                 record["plot"] = _plot_marginals(
                     X, estimator, splits[i], out / "plots" / f"{name}.png", name
+                )
+                record["trace_plot"] = _plot_energy_trace(
+                    estimator, out / "plots" / f"{name}_energy.png", name
                 )
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(record, indent=1, default=float))
