@@ -300,7 +300,9 @@ def test_bad_input_raises():
 def test_knn_pairs_are_symmetric_and_hold_nearest_neighbours():
     X = np.random.default_rng(2).normal(size=(30, 3))
     geo = pair_geometry(X, k=3)
-    pairs = set(zip(np.asarray(geo.senders).tolist(), np.asarray(geo.receivers).tolist()))
+    pairs = set(
+        zip(np.asarray(geo.senders).tolist(), np.asarray(geo.receivers).tolist(), strict=True)
+    )
     assert all((r, s) in pairs for s, r in pairs)
     d = ((X[:, None] - X[None]) ** 2).sum(-1) + np.diag(np.full(30, np.inf))
     assert all((i, int(d[i].argmin())) in pairs for i in range(30))

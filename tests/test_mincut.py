@@ -308,3 +308,13 @@ def test_estimator_schemes_and_errors():
         MincutClassifier(scheme="delta").fit(X, y)
     with pytest.raises(ValueError, match="metric"):
         MincutClassifier(scheme="mincut3", metric="cosine").fit(X, y)
+
+
+def test_bk_locality_reordering_changes_nothing(problems):
+    from graphssl.inference.maxflow import _pymaxflow
+
+    for W, y, best, solutions in problems:
+        net = mc.cut_network(W, y)
+        side, flow, info = _pymaxflow(net, reorder=True)
+        assert info["reordered"] and flow == pytest.approx(best, abs=1e-9)
+        assert np.array_equal(side | ((y == 1) & (y >= 0)), np.all(solutions == 1, axis=0))

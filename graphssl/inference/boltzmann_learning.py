@@ -606,8 +606,9 @@ def fit(
 # --------------------------------------------------------------------------- restarts
 def sample_initial_params(problem: BoltzmannProblem, key):
     """Random initial Theta from the ranges of Sec. 5.2: ``alpha_0 ~ U[-4.61, 1.93]``;
-    ``alpha_d ~ U[log(min_ij (dx^d)^2 / 5), log(max_ij (dx^d)^2 * 5)]`` (min over nonzero
-    differences); ``beta_1 = 0``, ``beta_c ~ U[-2.20, 2.20]``; ``gamma ~ U[-0.90, 1.93]``.
+    ``alpha_d ~ U[log(min_ij (dx^d)^2 / 5), log(max_ij (dx^d)^2 * 5)]`` (min over differences
+    above ``1e-6 max``: rounding noise between equal coordinates would give ``-50``);
+    ``beta_1 = 0``, ``beta_c ~ U[-2.20, 2.20]``; ``gamma ~ U[-0.90, 1.93]``.
     Basic model: ``log sigma ~ U[log min d_ij, log max d_ij]``."""
     sq = np.asarray(problem.geometry.sq_diff)
     k0, k1, k2, k3 = jax.random.split(key, 4)
@@ -615,7 +616,9 @@ def sample_initial_params(problem: BoltzmannProblem, key):
         d2 = sq.sum(1)
         lo, hi = 0.5 * np.log(d2[d2 > 0].min()), 0.5 * np.log(d2.max())
         return BasicParams(jax.random.uniform(k0, (), minval=lo, maxval=hi))
-    lo = np.log(np.array([c[c > 0].min() if np.any(c > 0) else 1.0 for c in sq.T]) / 5)
+    tiny = 1e-6 * np.maximum(sq.max(0), 1e-300)  # rounding-level differences count as 0
+    smallest = [c[c > t].min() if np.any(c > t) else 1.0 for c, t in zip(sq.T, tiny, strict=True)]
+    lo = np.log(np.array(smallest) / 5)
     hi = np.log(np.maximum(sq.max(0), 1e-12) * 5)
     C = problem.n_classes
     beta = jnp.concatenate(

@@ -386,16 +386,20 @@ def init_gaussian_mixture(
             f"covariance_type: unknown {covariance_type!r}; use one of "
             f"{', '.join(COVARIANCE_TYPES)}"
         )
+    return _init_gaussian(X, labels, observed, key, n_components, n_classes, covariance_type,
+                          options, kmeans_iter, kmeans_sample)
+
+
+@partial(jax.jit, static_argnums=(4, 5, 6, 7, 8, 9))
+def _init_gaussian(X, labels, observed, key, n_components, n_classes, covariance_type,
+                   options, kmeans_iter, kmeans_sample):
     if kmeans_sample is not None and kmeans_sample < X.shape[0]:
         key, sub = jax.random.split(key)
         rows = jax.random.choice(sub, X.shape[0], (kmeans_sample,), replace=False)
-        centers, _, _ = kmeans(X[rows], n_components, key, n_iter=kmeans_iter,
-                               batch_size=options.batch_size)
-        assignments, _ = jax.jit(kmeans_assign, static_argnums=2)(
-            X, centers, options.batch_size)
+        centers, _, _ = _kmeans(X[rows], key, n_components, kmeans_iter, options.batch_size)
+        assignments, _ = kmeans_assign(X, centers, options.batch_size)
     else:
-        _, assignments, _ = kmeans(X, n_components, key, n_iter=kmeans_iter,
-                                   batch_size=options.batch_size)
+        _, assignments, _ = _kmeans(X, key, n_components, kmeans_iter, options.batch_size)
     M, D = n_components, X.shape[1]
     shape = {"full": (M, D, D), "diag": (M, D), "spherical": (M,)}[covariance_type]
     like = GaussianMixture(

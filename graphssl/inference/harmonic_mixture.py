@@ -436,8 +436,11 @@ def predict_proba(fit: HarmonicMixtureFit, X):
         a, _ = kmeans_assign(jnp.asarray(X), fit.centers)
         return fit.label_probs[np.asarray(a)]
     Xj = jnp.asarray(X.todense() if hasattr(X, "todense") else X)
-    log_r = np.asarray(log_responsibilities(fit.mixture, Xj), np.float64)
+    log_r = np.asarray(_log_resp_jit(fit.mixture, Xj), np.float64)
     return np.exp(log_r) @ fit.label_probs
+
+
+_log_resp_jit = jax.jit(log_responsibilities)
 
 
 # ----------------------------------------------------------------------------- baselines
