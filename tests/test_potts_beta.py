@@ -193,3 +193,21 @@ def test_classifier_rejects_bad_params(moons, params, word):
     X, _, y_masked = moons
     with pytest.raises(ValueError, match=word):
         PottsClassifier(**params).fit(X, y_masked)
+
+
+def test_paper_graph_and_isolated_points(moons):
+    from graphssl.models.potts import bergamim_breve_graph
+
+    X, _, _ = moons
+    X = np.vstack([X, [[5.0, 5.0]]])  # an outlier: nobody's mutual neighbour
+    W = bergamim_breve_graph(X, normalize=None)
+    assert W.is_symmetric() and float(W.degrees()[-1]) == 0.0
+    P = bergamim_breve_graph(X)  # row-normalised, Eq. 9
+    deg = np.asarray(P.degrees())
+    np.testing.assert_allclose(deg[deg > 0], 1.0)
+    linked = bergamim_breve_graph(X, normalize=None, isolated="nearest")
+    assert linked.is_symmetric() and np.all(np.asarray(linked.degrees()) > 0)
+    nearest = np.argmin(np.linalg.norm(X[:-1] - X[-1], axis=1))
+    A = linked.to_scipy()
+    assert A[len(X) - 1, nearest] > 0 and A.nnz == W.n_edges + 2 * int(
+        np.sum(np.asarray(W.degrees()) == 0))

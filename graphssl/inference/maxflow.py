@@ -5,12 +5,12 @@ the source and ``v-`` the sink; among several minimum cuts take the one with the
 ``V+`` -- the nodes reachable from ``v+`` in the residual graph of any maximum flow (that set
 is contained in the source side of every minimum cut). Step 5 labels ``V+`` positive.
 
-Three max-flow back ends, same answer (tested against each other and brute force):
-
-``method="auto"`` (default) picks by measurement (:func:`choose_method`).
+Three max-flow back ends, same answer (tested against each other and brute force);
+``method="auto"`` (default) picks by measurement (:func:`choose_method`):
 
 * ``"pymaxflow"`` (the default on kNN graphs, see ``benchmarks/bench_mincut.py``):
-  Boykov-Kolmogorov with float64 capacities. BK's search trees are maximal when it stops,
+  Boykov-Kolmogorov with float64 capacities, nodes renumbered in reverse Cuthill-McKee order
+  for memory locality (N >= 10^4). BK's search trees are maximal when it stops,
   so the tree grown from a terminal is exactly that terminal's residual-reachable set; we
   run BK on the reversed network (``v-`` as source) and read ``V+`` as BK's sink tree, so
   nodes in neither tree (unreachable from ``v+``) go to ``V-`` as step 4 asks.
@@ -20,7 +20,9 @@ Three max-flow back ends, same answer (tested against each other and brute force
   exceeds the true minimum by at most ``m / s <= m T / 2^29`` (m = number of finite arcs);
   ``info["rounding_bound"]`` reports it. Integer (dyadic) weights are scaled exactly.
   (int64 input is *silently* truncated by scipy 1.18; we always pass int32.)
-* ``"networkx"``: ``networkx.minimum_cut`` (preflow-push), pure Python; small graphs only.
+* ``"networkx"``: ``networkx.algorithms.flow.preflow_push`` then a search of the residual
+  graph from ``v+`` (``nx.minimum_cut`` itself returns the *largest* source side); pure
+  Python, small graphs only.
 
 Multi-class (C > 2): alpha-expansion (Boykov, Veksler & Zabih 2001) on the Potts energy
 ``sum_{i<j} w_ij [y_i != y_j]`` with clamped labels; each move is one binary cut

@@ -158,6 +158,21 @@ class PottsModel:
         return dataclasses.replace(self, beta=jnp.asarray(beta, dtype=self.beta.dtype))
 
 
+def _link_isolated(X, k, graph, method, knn_search, sigma_kth_neighbor) -> Graph:
+    """Add an edge (both directions) from every isolated node to its nearest neighbour."""
+    lonely = np.flatnonzero(np.asarray(graph.degrees()) == 0)
+    if lonely.size == 0:
+        return graph
+    index, distance = knn_search(X, k, method=method)
+    sigma = sigma_kth_neighbor(distance)
+    near, d = index[lonely, 0], distance[lonely, 0]
+    w = np.maximum(np.exp(-(d**2) / (2.0 * sigma**2)), np.finfo(np.float64).tiny)
+    W = graph.to_scipy().tolil()
+    W[lonely, near] = w
+    W[near, lonely] = np.maximum(np.asarray(W[near, lonely].toarray()).ravel(), w)
+    return Graph.from_scipy(W.tocsr())
+
+
 def label_field(labels, n_classes: int) -> np.ndarray:
     """The field theta of Eq. 4: ``theta_{i,s} = 1`` if node i is labelled ``s``, else 0.
 
@@ -180,7 +195,8 @@ def default_k(n_samples: int) -> int:
 
 
 def bergamim_breve_graph(X, k: int | None = None, *, normalize: str | None = "row",
-                         method: str = "auto", on_duplicates: str = "ignore") -> Graph:
+                         isolated: str = "keep", method: str = "auto",
+                         on_duplicates: str = "ignore") -> Graph:
     """The similarity graph of Bergamim & Breve Sec. 2.2, composed from ``graphssl.graph``.
 
     kNN with ``k`` (default ``log2 N``), Gaussian weights (Eq. 6) with
@@ -192,14 +208,22 @@ def bergamim_breve_graph(X, k: int | None = None, *, normalize: str | None = "ro
       ``rbf_similarity.py`` does (symmetric, rows do not sum to 1);
     * ``normalize=None``: the symmetric W of Eq. 8.
 
-    Nodes left without a mutual neighbour are isolated (their row stays zero).
+    Min-symmetrisation keeps mutual neighbours only, so points without one are isolated
+    (8 % of twonorm, 27 % of KEEL's ringnorm at k = log2 N): no label reaches them and every
+    method leaves them uniform. ``isolated="keep"`` is the paper's graph;
+    ``isolated="nearest"`` (beyond the paper) links each isolated point to its nearest
+    neighbour with the Gaussian weight of Eq. 6.
     """
-    from graphssl.graph import knn_graph, row_normalize
+    from graphssl.graph import knn_graph, knn_search, row_normalize, sigma_kth_neighbor
 
     X = np.asarray(X)
     k = default_k(X.shape[0]) if k is None else k
+    if isolated not in ("keep", "nearest"):
+        raise ValueError(f"isolated: use 'keep' or 'nearest', got {isolated!r}")
     graph = knn_graph(X, k, symmetrize="min", weight="gaussian", sigma="kth_over_3",
                       method=method, on_duplicates=on_duplicates)
+    if isolated == "nearest":
+        graph = _link_isolated(X, k, graph, method, knn_search, sigma_kth_neighbor)
     if normalize == "row":
         return row_normalize(graph)
     if normalize == "symmetric":
