@@ -217,21 +217,29 @@ def bench_sw(n, q, sweeps, repeats):
 
 
 def bench_chains(n, q, chain_counts, sweeps, repeats):
+    """Throughput of ``sample_chains`` (chromatic Gibbs, thin 1: energy + storage every
+    step) for several chain counts, vmapped ("vectorized") and one after another inside one
+    compiled call ("sequential", the CPU default of ``chain_method="auto"``)."""
     graph = knn_like_graph(n)
     model = potts(graph, q, beta=1.0)
     kernel = chromatic_gibbs(graph)
     rows = []
-    for n_chains in chain_counts:
-        def go(c=n_chains):
-            return sample_chains(kernel, model, jax.random.key(0), n_chains=c, n_samples=sweeps,
-                                 burn_in=0).labels
+    for method in ("vectorized", "sequential"):
+        for n_chains in chain_counts:
+            def go(c=n_chains, m=method):
+                return sample_chains(kernel, model, jax.random.key(0), n_chains=c,
+                                     n_samples=sweeps, burn_in=0, chain_method=m).labels
 
-        t = timeit(go, repeats)
-        rows.append({"kind": "chains", "n": n, "q": q, "n_chains": n_chains, "time_s": t,
-                     "site_updates_per_s": n * sweeps * n_chains / t})
+            t = timeit(go, repeats)
+            rows.append({"kind": "chains", "method": method, "n": n, "q": q,
+                         "n_chains": n_chains, "time_s": t, "cpu_s": CPU_TIMES[-1],
+                         "site_updates_per_s": n * sweeps * n_chains / t,
+                         "site_updates_per_cpu_s": n * sweeps * n_chains / CPU_TIMES[-1]})
     base = rows[0]["site_updates_per_s"] / rows[0]["n_chains"]
+    base_cpu = rows[0]["site_updates_per_cpu_s"] / rows[0]["n_chains"]
     for row in rows:
         row["per_chain_vs_single"] = row["site_updates_per_s"] / row["n_chains"] / base
+        row["per_chain_cpu_vs_single"] = row["site_updates_per_cpu_s"] / row["n_chains"] / base_cpu
     return rows
 
 
@@ -344,9 +352,11 @@ def print_table(results):
                   f"scipy peer {row['peer_scipy_sweep_ms']:.3g} ms (x{row['ratio_vs_scipy']:.2f}); "
                   f"CPU {row['cpu_sweep_ms']:.3g} ms (x{row['cpu_ratio_vs_scipy']:.2f})")
         elif kind == "chains":
-            print(f"chains  N={row['n']:>9} chains={row['n_chains']:>3}  "
+            print(f"chains  N={row['n']:>9} {row['method']:>10} chains={row['n_chains']:>3}  "
                   f"{row['site_updates_per_s']:.3g} updates/s  per-chain vs single "
-                  f"{row['per_chain_vs_single']:.2f}")
+                  f"{row['per_chain_vs_single']:.2f}; {row['site_updates_per_cpu_s']:.3g} "
+                  f"updates/cpu-s (x{row['per_chain_cpu_vs_single'] * row['n_chains']:.2f} "
+                  f"of one chain's)")
         elif kind == "numpyro_overhead":
             s2 = 2 * row["sweeps"]
             print(f"numpyro N={row['n']:>9} chains={row['n_chains']} per sweep: raw "

@@ -79,9 +79,10 @@ def _window(d, start, n_burn, thin):
 
 
 @functools.lru_cache(maxsize=64)
-def _run_fn(kernel, n_draws: int, thin: int, dtype):
-    """Jitted ``vmap`` over chains of: ``n_burn`` (traced) burn-in steps, then ``n_draws``
-    draws ``thin`` steps apart. The kernel step is traced once (one ``while_loop`` body)."""
+def _run_fn(kernel, n_draws: int, thin: int, dtype, method: str = "vectorized"):
+    """Jitted map over chains (``vmap``, or ``lax.map`` for ``method="sequential"``) of:
+    ``n_burn`` (traced) burn-in steps, then ``n_draws`` draws ``thin`` steps apart. The
+    kernel step is traced once (one ``while_loop`` body)."""
 
     def run(model, chain_key, carry, start, n_burn):
         _, info0 = jax.eval_shape(
@@ -115,7 +116,23 @@ def _run_fn(kernel, n_draws: int, thin: int, dtype):
 
         return jax.lax.scan(draw, carry, jnp.arange(n_draws))
 
+    if method == "sequential":
+        def each(model, keys, carry, start, n_burn):
+            return jax.lax.map(lambda a: run(model, a[0], a[1], start, n_burn), (keys, carry))
+
+        return jax.jit(each)
     return jax.jit(jax.vmap(run, in_axes=(None, 0, 0, None, None)))
+
+
+def _chain_method(method: str, n_chains: int) -> str:
+    if method not in ("auto", "vectorized", "sequential"):
+        raise ValueError(
+            f"chain_method must be 'auto', 'vectorized' or 'sequential', got {method!r}"
+        )
+    if method != "auto":
+        return method
+    single_cpu = jax.local_device_count() == 1 and jax.default_backend() == "cpu"
+    return "sequential" if single_cpu and n_chains > 1 else "vectorized"
 
 
 @functools.lru_cache(maxsize=64)
@@ -184,6 +201,7 @@ def sample_chains(
     resume: Samples | None = None,
     init_labels: jax.Array | None = None,
     chunk_size: int | None = None,
+    chain_method: str = "auto",
 ) -> Samples:
     """Run ``n_chains`` chains of ``kernel`` on ``model``.
 
@@ -200,10 +218,17 @@ def sample_chains(
         identical to one uninterrupted run.
       init_labels: ``int[n]`` or ``int[chains, n]`` starting labels (default random).
       chunk_size: draws per compiled scan (default all of them, or ~1/20 with ``progress``).
-    Chains are vmapped and, with several local devices dividing ``n_chains``, sharded.
+      chain_method: ``"vectorized"`` (``vmap`` over chains; with several local devices
+        dividing ``n_chains`` the chain axis is sharded across them), ``"sequential"``
+        (``lax.map``: one chain after another inside one compiled call) or ``"auto"``:
+        sequential on a single CPU device — there XLA's batched gathers/scatters halved the
+        per-chain throughput of chromatic Gibbs (benchmarks/bench_samplers.py) — else
+        vectorized. Both give the same draws (up to floating-point summation order).
     """
     _check_run_args(n_chains, n_samples, burn_in, thin)
     dtype = storage_dtype(model.n_classes)
+    n_total = resume.chain_keys.shape[0] if resume is not None else n_chains
+    method = _chain_method(chain_method, n_total)
     if resume is not None:
         if thin != resume.thin and thin != 1:
             raise ValueError(f"thin={thin} differs from the resumed run's thin={resume.thin}")
@@ -224,11 +249,12 @@ def sample_chains(
     outputs = []
     sizes = _chunks(n_samples, chunk_size) if n_samples else []
     if todo_burn and not sizes:  # burn-in only: run it through a one-draw chunk, drop the draw
-        carry, _ = _run_fn(kernel, 1, 1, dtype)(model, chain_keys, carry, start, todo_burn - 1)
+        run = _run_fn(kernel, 1, 1, dtype, method)
+        carry, _ = run(model, chain_keys, carry, start, todo_burn - 1)
         start, todo_burn = start + todo_burn, 0
         bar.update(start)
     for size in sizes:
-        run = _run_fn(kernel, size, thin, dtype)
+        run = _run_fn(kernel, size, thin, dtype, method)
         carry, out = run(model, chain_keys, carry, start, todo_burn)
         outputs.append(out)
         start += todo_burn + size * thin
