@@ -53,6 +53,9 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
       fit_info_, restarts_: the optimiser records.
     """
 
+    fits_features = True  # learns from X itself: graphssl.suite calls fit(X, y)
+
+
     def __init__(
         self,
         model="extended",

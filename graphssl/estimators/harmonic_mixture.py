@@ -38,6 +38,9 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
     ``p(y | x) = sum_m p(m | x) lambda_m``.
     """
 
+    fits_features = True  # learns from X itself: graphssl.suite calls fit(X, y)
+
+
     def __init__(
         self,
         n_components=36,
