@@ -16,7 +16,8 @@ Prints a table (time ratio vs scikit-learn ``kneighbors_graph`` in the same run)
 ``benchmarks/results/bench_graph.json``. The JAX blocked top-k (``jax_blocked``) runs on any
 JAX device, so the same script measures it on a GPU when one is present.
 
-Usage: ``python benchmarks/bench_graph.py [--sets usps_full secstr] [--k 10] [--quick]``
+Usage: ``python benchmarks/bench_graph.py [--sets usps_full secstr] [--k 10] [--quick]``;
+``--sets secstr --sweep 5000 10000 20000`` times the searches against n (growth exponents).
 """
 
 from __future__ import annotations
@@ -296,6 +297,28 @@ def print_table(rows, k):
         print("| " + " | ".join(str(c) for c in cells) + " |")
 
 
+SWEEP_METHODS = ("graphssl_kdtree", "graphssl_brute", "graphssl_nndescent",
+                 "sklearn_kneighbors_graph", "graphlearning_knnsearch")
+
+
+def size_sweep(name, sizes, k, data_dir) -> list[dict]:
+    """Search time vs n on random subsets, one process, sequential (growth exponents)."""
+    X = _load(name, data_dir, quick=False)
+    for method in SWEEP_METHODS:
+        RUNNERS[method](X[:300], k)  # warm-up
+    rows = []
+    for n in sizes:
+        A = np.ascontiguousarray(
+            X[np.sort(np.random.default_rng(0).choice(len(X), min(n, len(X)), replace=False))]
+        )
+        for method in SWEEP_METHODS:
+            t0 = time.perf_counter()
+            RUNNERS[method](A, k)
+            rows.append({"n": len(A), "method": method, "seconds": time.perf_counter() - t0})
+            print(f"n={len(A):6d} {method:26s} {rows[-1]['seconds']:8.3f} s", flush=True)
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="+", default=["usps_full", "secstr"])
@@ -308,10 +331,18 @@ def main(argv=None):
     parser.add_argument("--no-scaling", action="store_true",
                         help="skip the n/4 traced run (memory growth exponent)")
     parser.add_argument("--out", default=None, help="JSON file (default results/bench_graph.json)")
+    parser.add_argument("--sweep", nargs="+", type=int, default=None,
+                        help="instead: time vs n on subsets of the first --sets entry")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
+        return
+    if args.sweep:
+        rows = size_sweep(args.sets[0], args.sweep, args.k, args.data_dir)
+        out = RESULTS / f"bench_graph_{args.sets[0]}_sweep.json"
+        out.write_text(json.dumps({"k": args.k, "device": _device(), "rows": rows}, indent=2))
+        print(f"wrote {out}")
         return
     rows = run_benchmark(args.sets, args.k, args.methods, args.data_dir, args.quick,
                          args.timeout, args.repeats, not args.no_scaling)

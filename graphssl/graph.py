@@ -47,8 +47,8 @@ __all__ = [
     "propagate",
 ]
 
-_EXACT_BRUTE_FORCE_MAX_N = 20_000
-_KDTREE_MAX_DIM = 20
+_EXACT_BRUTE_FORCE_MAX_N = 50_000
+_KDTREE_MAX_DIM = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,12 +174,23 @@ def _brute_force_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     X32 = np.asarray(X, dtype=np.float32)
     search = NearestNeighbors(n_neighbors=k + 1, algorithm="brute").fit(X32)
     _, indices = search.kneighbors(X32)
-    diff = X[:, None, :] - X[indices]
-    distances = np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
+    distances = _exact_distances(X, indices)
     order = np.argsort(distances, axis=1, kind="stable")
     indices = np.take_along_axis(indices, order, axis=1)
     distances = np.take_along_axis(distances, order, axis=1)
     return _drop_self(indices, distances, k)
+
+
+def _exact_distances(X: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Euclidean distances ``||x_i - x_{indices[i, j]}||`` in float64, one column at a time
+    (memory O(n d), never n x k x d)."""
+    norms = _squared_norms(X)
+    distances = np.empty(indices.shape, dtype=np.float64)
+    for j in range(indices.shape[1]):
+        neighbour = X[indices[:, j]]
+        sq = norms + norms[indices[:, j]] - 2.0 * np.einsum("ij,ij->i", X, neighbour)
+        distances[:, j] = np.sqrt(np.maximum(sq, 0.0))
+    return distances
 
 
 def _kdtree_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -214,10 +225,11 @@ def knn_search(X, k: int, *, method: str = "auto", seed: int = 0):
     Args:
       X: float[n, d] features.
       k: neighbours per point, ``1 <= k < n``.
-      method: ``"brute"`` (exact, blocked: memory O(block x n), never n x n), ``"kdtree"``
-        (exact, scipy cKDTree; fast for d <= 20), ``"nndescent"`` (approximate, pynndescent;
-        for n >= 10^5 in high dimension) or ``"auto"`` (kdtree for d <= 20, brute up to
-        n = 20000, nndescent above).
+      method: ``"brute"`` (exact, chunked: memory O(chunk x n), never n x n), ``"kdtree"``
+        (exact, scipy cKDTree; fast for d <= 8), ``"nndescent"`` (approximate, pynndescent;
+        for large n in high dimension) or ``"auto"`` (kdtree for d <= 8, brute up to
+        n = 50000, nndescent above). Measured (benchmarks/bench_graph.py): the KD-tree
+        degrades to O(n^2.4) on 15-dimensional integer-coded SecStr, hence d <= 8.
       seed: seed of the approximate method.
 
     Returns:
