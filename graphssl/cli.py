@@ -90,7 +90,8 @@ def _boltzmann():
 def _diffusion_mixture():
     from graphssl.estimators.diffusion_mixture import DiffusionMixtureClassifier
 
-    return DiffusionMixtureClassifier(n_chains=2, n_iterations=200, burn_in=50)
+    return DiffusionMixtureClassifier(gamma=0.8, init="parzen", n_chains=2, n_iterations=200,
+                                      burn_in=50)
 
 
 def _harmonic_mixture():
@@ -115,7 +116,8 @@ MODELS = {
     "potts_gibbs": (_potts_gibbs, "Potts posterior by chromatic Gibbs, 4 chains x 300"),
     "potts_sw": (_potts_swendsen_wang, "Potts posterior by Swendsen-Wang, 4 chains x 300"),
     "boltzmann": (_boltzmann, "Boltzmann MRF, learned sigma (Zhu & Ghahramani 2002)"),
-    "dirichlet_mixture": (_diffusion_mixture, "Dirichlet mixture of graph diffusions (Walder)"),
+    "dirichlet_mixture": (_diffusion_mixture,
+                          "Dirichlet mixture of diffusions, gamma 0.8, Parzen start (Walder)"),
     "harmonic_mixture": (_harmonic_mixture, "harmonic mixture, M = 36 (Zhu & Lafferty 2005)"),
     "mincut": (_mincut, "s-t graph mincut (Blum & Chawla 2001)"),
 }

@@ -41,7 +41,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
 
     Attributes after ``fit``: those of the base, plus ``model_``, ``samples_``
     (:class:`~graphssl.inference.diffusion_mixture_sampler.MixtureSamples`),
-    ``posterior_mean_`` (float[n, C]), ``map_labels_`` (int[n], encoded classes),
+    ``posterior_mean_`` (float[n, C]), ``map_labels_`` (int[n], values of ``classes_``),
     ``map_log_joint_``, ``acceptance_`` (dict of mean acceptance rates).
     """
 
@@ -103,3 +103,14 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         if self.estimate == "map":
             return np.eye(n_classes)[self.map_labels_]
         return self.posterior_mean_
+
+    def _fit_on_graph(self, graph, y):
+        super()._fit_on_graph(graph, y)
+        self.map_labels_ = self.classes_[np.asarray(self.map_labels_)]  # suite convention
+        return self
+
+    def to_arviz(self):
+        """The chains as an ArviZ DataTree (energy, move acceptances, co-assignment)."""
+        from graphssl.inference.diffusion_mixture_sampler import to_arviz
+
+        return to_arviz(self.samples_, self.model_)
