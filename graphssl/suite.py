@@ -136,16 +136,15 @@ def _plot_marginals(X, estimator, labelled_idx, path: pathlib.Path, title: str) 
     """Marginal-confidence map for 2-D data: colour = label, opacity = its probability."""
     if X is None or np.asarray(X).shape[1] != 2:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
+    from matplotlib.figure import Figure
 
     proba = np.asarray(estimator.label_distributions_)
     label = np.argmax(proba, axis=1)
     confidence = proba[np.arange(len(label)), label]
-    fig, ax = plt.subplots(figsize=(5, 4))
-    cmap = plt.get_cmap("tab10")
+    fig = Figure(figsize=(5, 4))  # no pyplot: never touches the caller's backend
+    ax = fig.subplots()
+    cmap = colormaps["tab10"]
     colours = cmap(label % 10)
     colours[:, 3] = np.clip(confidence, 0.15, 1.0)
     ax.scatter(X[:, 0], X[:, 1], c=colours, s=8, linewidths=0)
@@ -154,7 +153,6 @@ def _plot_marginals(X, estimator, labelled_idx, path: pathlib.Path, title: str) 
     ax.legend(loc="best", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return str(path)
 
 
@@ -167,12 +165,10 @@ def _plot_energy_trace(estimator, path: pathlib.Path, title: str) -> str | None:
         energy = np.asarray(data["sample_stats"]["energy"])
     except (KeyError, TypeError, ValueError):
         return None
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3))
+    fig = Figure(figsize=(6, 3))
+    ax = fig.subplots()
     for chain, trace in enumerate(np.atleast_2d(energy)):
         ax.plot(trace, lw=0.7, label=f"chain {chain}")
     ax.set_xlabel("draw")
@@ -181,7 +177,6 @@ def _plot_energy_trace(estimator, path: pathlib.Path, title: str) -> str | None:
     ax.legend(fontsize=6, ncol=4)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     return str(path)
 
 
