@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphssl.graph import Graph
-from graphssl.models.potts import PottsModel
+from graphssl.models.potts import POTTS_DATA_FIELDS, PottsModel
 
 __all__ = [
     "BoltzmannMRF",
@@ -205,13 +205,7 @@ class BoltzmannMRF(PottsModel):
 jax.tree_util.register_dataclass(
     BoltzmannMRF,
     data_fields=[
-        "graph",
-        "beta",
-        "field",
-        "observed",
-        "labels",
-        "neighbor_index",
-        "neighbor_weight",
+        *POTTS_DATA_FIELDS,
         "class_bias",
         "evidence_strength",
         "noisy_observed",

@@ -250,16 +250,18 @@ def bergamim_breve_graph(X, k: int | None = None, *, normalize: str | None = "ro
     raise ValueError(f"normalize: use 'row', 'symmetric' or None, got {normalize!r}")
 
 
+POTTS_DATA_FIELDS = (
+    "graph",
+    "beta",
+    "field",
+    "observed",
+    "labels",
+    "neighbor_index",
+    "neighbor_weight",
+)  # subclasses (e.g. BoltzmannMRF) register these plus their own
+
 jax.tree_util.register_dataclass(
     PottsModel,
-    data_fields=[
-        "graph",
-        "beta",
-        "field",
-        "observed",
-        "labels",
-        "neighbor_index",
-        "neighbor_weight",
-    ],
+    data_fields=list(POTTS_DATA_FIELDS),
     meta_fields=["n_classes"],
 )
