@@ -10,32 +10,39 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from graphssl.data import swiss_roll
-from graphssl.graph import dense_graph
+from graphssl.graph import dense_graph, knn_graph, laplacian
 from graphssl.inference.em import (
     EMOptions,
     fit_em,
     init_gaussian_mixture,
     init_multinomial_mixture,
+    kmeans_assign,
 )
 from graphssl.inference.harmonic_mixture import (
     closed_form_lambda,
     fit_harmonic_mixture,
     kkt_residual,
     median_threshold,
+    mixture_backbone,
     predict_proba,
     sample_baseline,
     solve_box_qp,
     solve_lambda,
     split_backbone,
 )
+from graphssl.models.harmonic_backbone import neighbor_laplacian
 from graphssl.models.harmonic_mixture import (
     GaussianMixture,
     backbone_laplacian,
     graph_energy,
+    hard_lift,
     log_likelihood,
     mixture_lift,
     objective,
     responsibilities,
+    sparse_backbone_laplacian,
+    sparse_lift,
+    top_k_responsibilities,
 )
 
 SWISS_SIGMA = np.sqrt(0.005)  # the paper's exp(-||xi - xj||^2 / 0.01)
@@ -161,6 +168,52 @@ def test_backbone_equals_lifted_laplacian(small_roll, roll_fit):
     np.testing.assert_allclose(np.asarray(Lt), P.T @ L @ P, atol=1e-8)
     np.testing.assert_allclose(roll_fit.backbone, P.T @ L @ P, atol=1e-8)
     np.testing.assert_allclose(np.asarray(Lt).sum(1), 0.0, atol=1e-8)  # zero row sums
+
+
+def test_sparse_backbone_on_knn_graph_equals_dense(small_roll, roll_fit):
+    """Padded kNN rows (weight-0 padding): the sparse path with k_R = M equals the dense
+    backbone P^T L P, and the neighbour Laplacian equals the graph's (input left unchanged)."""
+    ds, labels, _ = small_roll
+    lab = np.flatnonzero(labels >= 0)
+    g = knn_graph(ds.X, 6, symmetrize="max", sigma=SWISS_SIGMA)
+    nbr, w = g.padded_neighbors()
+    w_before = np.array(w)
+    assert np.any(w_before == 0)  # rows of unequal degree: padding present
+    L = neighbor_laplacian(nbr, w)
+    np.testing.assert_allclose(L.toarray(), laplacian(g).toarray(), atol=1e-12)
+    np.testing.assert_array_equal(np.asarray(w), w_before)
+    X = jnp.asarray(ds.X)
+    M = roll_fit.mixture.n_components
+    index, weight, dropped = top_k_responsibilities(roll_fit.mixture, X, M)
+    assert float(np.max(dropped)) < 1e-12
+    Ls = sparse_backbone_laplacian(sparse_lift(index, weight, lab, M), L, block_rows=100)
+    R = np.asarray(responsibilities(roll_fit.mixture, X))
+    P = np.zeros((len(labels), len(lab) + M))
+    P[lab, np.arange(len(lab))] = 1.0
+    P[labels < 0, len(lab):] = R[labels < 0]
+    np.testing.assert_allclose(Ls, P.T @ laplacian(g).toarray() @ P, atol=1e-10)
+
+
+def test_top_k_backbone_approximates_eq5(small_roll, roll_fit):
+    """Top-k responsibilities (renormalised): exact at k_R = M; below, the Eq. (5) solution
+    moves by at most the largest dropped responsibility mass (measured on this roll:
+    |d lambda| = 4.6e-4 for dropped 0.053 at k_R = 2, 9.6e-7 for 6.4e-6 at k_R = 3)."""
+    ds, labels, graph = small_roll
+    lab = np.flatnonzero(labels >= 0)
+    X = jnp.asarray(ds.X)
+    F = np.eye(2)[labels[lab]]
+    neighbors = graph.padded_neighbors()
+    Lt, info = mixture_backbone(roll_fit.mixture, X, lab, neighbors, top_k=20)
+    assert info["method"] == "top_k" and info["max_dropped"] < 1e-12
+    np.testing.assert_allclose(Lt, roll_fit.backbone, atol=1e-10)
+    for k in (2, 3):
+        Lt, info = mixture_backbone(roll_fit.mixture, X, lab, neighbors, top_k=k)
+        assert info["max_dropped"] > 1e-7  # the approximation really drops mass here
+        np.testing.assert_allclose(Lt.sum(1), 0.0, atol=1e-10)  # rows of R still sum to 1
+        lam, _ = solve_lambda(*split_backbone(Lt, len(lab)), F)
+        assert np.abs(lam - roll_fit.label_probs).max() <= info["max_dropped"]
+    with pytest.raises(ValueError, match="k: "):
+        top_k_responsibilities(roll_fit.mixture, X, 21)
 
 
 def test_closed_form_kkt_and_energy(small_roll, roll_fit):
@@ -293,6 +346,12 @@ def test_kmeans_backbone_and_sample_baseline(small_roll):
     lam = fit.label_probs[:, 1]
     assert np.all((lam >= 0) & (lam <= 1))  # Sec. 3.3: hard clusters satisfy the bounds
     assert fit.lambda_info.n_clipped == 0
+    # the sparse hard lift (one nonzero per row) equals the dense hard lift of Sec. 3.3
+    assign, _ = kmeans_assign(jnp.asarray(ds.X), fit.centers)
+    nbr, w = graph.padded_neighbors()
+    dense = backbone_laplacian(hard_lift(assign, 20, jnp.asarray(np.flatnonzero(labels >= 0))),
+                               nbr, w)
+    np.testing.assert_allclose(fit.backbone, np.asarray(dense), atol=1e-10)
     f_train, f_new = sample_baseline(
         ds.X, labels, 20, sigma=SWISS_SIGMA, key=0, X_eval=ds.extra["X_unseen"],
         graph_builder=lambda Z: dense_graph(Z, sigma=SWISS_SIGMA))
@@ -350,3 +409,5 @@ def test_estimator_inductive_matches_transductive(small_roll):
     assert np.mean(clf.predict(ds.extra["X_unseen"]) == ds.extra["y_unseen"]) > 0.9
     with pytest.raises(ValueError, match="n_components"):
         HarmonicMixtureClassifier(n_components=0).fit(ds.X, labels)
+    with pytest.raises(ValueError, match="responsibility_top_k"):
+        HarmonicMixtureClassifier(n_components=20, responsibility_top_k=21).fit(ds.X, labels)

@@ -25,6 +25,10 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
       covariance_type: ``"full"``, ``"diag"`` or ``"spherical"`` (Gaussian only).
       alpha: weight of the likelihood in O_alpha (Eq. 3); 0 = the harmonic mixture (Eq. 5).
       backbone: ``"mixture"`` (soft responsibilities) or ``"kmeans"`` (hard clusters, Sec. 3.3).
+      responsibility_top_k: ``None`` (exact dense responsibilities) or k_R: keep the k_R
+        largest responsibilities of each point, renormalised, when forming the backbone
+        (cost O(n k_R d) instead of O(n M (d + M)); an approximation, see
+        :mod:`graphssl.models.harmonic_backbone`).
       decision: ``"argmax"``, ``"median"`` (binary: threshold at median(f) over the
         unlabelled points, Sec. 4.1) or ``"cmn"`` (class mass normalisation to the labelled
         class frequencies).
@@ -48,6 +52,7 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
         covariance_type="full",
         alpha=0.0,
         backbone="mixture",
+        responsibility_top_k=None,
         decision="argmax",
         reg_covar=1e-6,
         max_iter=200,
@@ -64,6 +69,7 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
         self.covariance_type = covariance_type
         self.alpha = alpha
         self.backbone = backbone
+        self.responsibility_top_k = responsibility_top_k
         self.decision = decision
         self.reg_covar = reg_covar
         self.max_iter = max_iter
@@ -85,6 +91,13 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
             raise ValueError(f"alpha: must lie in [0, 1), got {self.alpha!r}")
         if self.backbone not in ("mixture", "kmeans"):
             raise ValueError(f"backbone: got {self.backbone!r}; use 'mixture' or 'kmeans'")
+        k = self.responsibility_top_k
+        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer))
+                              or not 1 <= k <= M):
+            raise ValueError(
+                f"responsibility_top_k: must be None or an integer in [1, n_components = {M}], "
+                f"got {k!r}"
+            )
         if self.decision not in _DECISIONS:
             raise ValueError(f"decision: got {self.decision!r}; use one of {_DECISIONS}")
 
@@ -103,6 +116,8 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
             self.X_fit_, labels, graph, n_components=int(self.n_components),
             n_classes=n_classes, mixture=self.mixture, covariance_type=self.covariance_type,
             alpha=float(self.alpha), backbone=self.backbone,
+            responsibility_top_k=(None if self.responsibility_top_k is None
+                                  else int(self.responsibility_top_k)),
             key=jax.random.PRNGKey(int(self.random_state)),
             em_options=EMOptions(reg_covar=float(self.reg_covar)),
             max_iter=int(self.max_iter), tol=float(self.tol),

@@ -2,12 +2,15 @@
 
 Maximises ``l(theta) + log p(theta)`` (Eq. 1 plus the regulariser of
 :func:`graphssl.models.harmonic_mixture.log_prior`) with exact E- and M-steps, so the
-objective never decreases (checked in the tests). Responsibilities stay in log space; the
-E-step streams over row batches with ``lax.scan`` (sufficient statistics only: memory
-``O(batch * M)``, never ``n x M``), so N = 10^6 points fit on one device. Everything is
-jit-compiled; shapes are static.
+objective never decreases (checked in the tests). Responsibilities are normalised with the
+log-sum-exp shift (one exp per entry; the class statistics of labelled points stay in log
+space and are computed only on the batches that hold labelled points). The E-step streams
+over row batches with ``lax.scan`` (sufficient statistics only: memory ``O(batch * M)``,
+never ``n x M``), so N = 10^6 points fit on one device. Everything is jit-compiled; shapes
+are static.
 
-Initialisation by k-means (k-means++ seeding, Lloyd iterations), as in Sec. 4.2.
+Initialisation by k-means (k-means++ seeding, Lloyd iterations; :mod:`graphssl.inference.kmeans`,
+re-exported here), as in Sec. 4.2.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 
+from graphssl.inference.kmeans import _batches, _kmeans, kmeans, kmeans_assign
 from graphssl.models.harmonic_mixture import (
     COVARIANCE_TYPES,
     GaussianMixture,
@@ -68,80 +72,6 @@ class EMInfo(NamedTuple):
     residual: jax.Array
 
 
-# ----------------------------------------------------------------------------- k-means
-
-
-def _sq_dists(X, centers):
-    d2 = (X * X).sum(1)[:, None] - 2.0 * X @ centers.T + (centers * centers).sum(1)[None]
-    return jnp.maximum(d2, 0.0)
-
-
-def _batches(X, batch_size):
-    """Pad X to a multiple of batch_size; returns ``([nb, B, ...], keep [nb, B])``."""
-    n = X.shape[0]
-    B = min(batch_size, n)
-    nb = -(-n // B)
-    pad = nb * B - n
-    Xp = jnp.concatenate([X, jnp.zeros((pad,) + X.shape[1:], X.dtype)])
-    keep = jnp.concatenate([jnp.ones(n, bool), jnp.zeros(pad, bool)])
-    return Xp.reshape((nb, B) + X.shape[1:]), keep.reshape(nb, B)
-
-
-def kmeans_assign(X, centers, batch_size: int = 8192):
-    """Nearest centre of each row and its squared distance (batched), ``(int[n], float[n])``."""
-    Xb, _ = _batches(X, batch_size)
-
-    def one(xb):
-        d2 = _sq_dists(xb, centers)
-        return jnp.argmin(d2, 1), jnp.min(d2, 1)
-
-    a, d = jax.lax.map(one, Xb)
-    n = X.shape[0]
-    return a.reshape(-1)[:n], d.reshape(-1)[:n]
-
-
-def _kmeans_plus_plus(X, n_clusters, key):
-    n = X.shape[0]
-    k0, key = jax.random.split(key)
-    first = X[jax.random.randint(k0, (), 0, n)]
-    centers = jnp.zeros((n_clusters, X.shape[1]), X.dtype).at[0].set(first)
-    d2 = ((X - first) ** 2).sum(1)
-
-    def body(j, carry):
-        centers, d2, key = carry
-        key, sub = jax.random.split(key)
-        logits = jnp.log(jnp.maximum(d2, 0.0) + jnp.finfo(X.dtype).tiny)
-        c = X[jax.random.categorical(sub, logits)]
-        return centers.at[j].set(c), jnp.minimum(d2, ((X - c) ** 2).sum(1)), key
-
-    centers, _, _ = jax.lax.fori_loop(1, n_clusters, body, (centers, d2, key))
-    return centers
-
-
-def kmeans(X, n_clusters: int, key, *, n_iter: int = 50, batch_size: int = 8192):
-    """k-means (k-means++ seeding + Lloyd): ``(centers [M, D], assignments int[n], inertia)``.
-
-    Empty clusters keep their previous centre. Used to initialise the mixtures (Sec. 4.2)
-    and as the hard-clustering backbone of Sec. 3.3.
-    """
-    return _kmeans(X, key, n_clusters, n_iter, batch_size)
-
-
-@partial(jax.jit, static_argnums=(2, 3, 4))
-def _kmeans(X, key, n_clusters, n_iter, batch_size):
-    centers = _kmeans_plus_plus(X, n_clusters, key)
-
-    def body(_, centers):
-        a, _ = kmeans_assign(X, centers, batch_size)
-        sums = jax.ops.segment_sum(X, a, num_segments=n_clusters)
-        counts = jax.ops.segment_sum(jnp.ones(X.shape[0], X.dtype), a, num_segments=n_clusters)
-        return jnp.where(counts[:, None] > 0, sums / jnp.maximum(counts, 1)[:, None], centers)
-
-    centers = jax.lax.fori_loop(0, n_iter, body, centers)
-    a, d2 = kmeans_assign(X, centers, batch_size)
-    return centers, a, d2.sum()
-
-
 # ----------------------------------------------------------------------------- statistics
 
 
@@ -170,16 +100,28 @@ def _gaussian_stats(mixture, X, labels, observed, batch_size):
     def body(acc, batch):
         xb, y, o, k = batch
         joint = _log_joint(mixture, xb, y, o)
-        norm = logsumexp(joint, axis=1)
-        log_r = jnp.where(k[:, None], joint - norm[:, None], -jnp.inf)
-        r = jnp.exp(log_r)
+        # one exp per entry: r = e / sum e with e = exp(joint - row max); log-space only
+        # where labelled points need it (class statistics, computed on their batches only)
+        top = jnp.max(joint, axis=1, keepdims=True)
+        top = jnp.where(jnp.isfinite(top), top, 0.0)
+        e = jnp.exp(joint - top)
+        total = e.sum(1)
+        norm = top[:, 0] + jnp.log(total)
+        r = jnp.where(k[:, None], e / total[:, None], 0.0)
+        lab_mask = o & k
+        label_stats = jax.lax.cond(
+            jnp.any(lab_mask),
+            lambda: _class_log_stats(jnp.where(k[:, None], joint - norm[:, None], -jnp.inf),
+                                     y, lab_mask, C),
+            lambda: jnp.full((C, M), -jnp.inf, joint.dtype),
+        )
         if kind == "full":
             s2 = jnp.einsum("nm,nd,ne->mde", r, xb, xb)
         elif kind == "diag":
             s2 = r.T @ (xb * xb)
         else:
             s2 = r.T @ (xb * xb).sum(1)
-        lab = jnp.logaddexp(acc["label"], _class_log_stats(log_r, y, o & k, C))
+        lab = jnp.logaddexp(acc["label"], label_stats)
         return {
             "loglik": acc["loglik"] + jnp.where(k, norm, 0.0).sum(),
             "n": acc["n"] + r.sum(0),

@@ -12,9 +12,10 @@ for inductive and scalable semi-supervised learning". Paper symbols -> names use
 * ``Delta``: the combinatorial graph Laplacian ``D - W``; the backbone Laplacian of Eq. (6)
   ``tilde Delta = P^T Delta P`` with the lift ``P = blockdiag(I_l, R)``.
 
-Everything here is a pure function of (parameters, data, graph, labels); the EM fit lives in
-:mod:`graphssl.inference.em`, the graph-discriminative lambda step in
-:mod:`graphssl.inference.harmonic_mixture`.
+Everything here is a pure function of (parameters, data, graph, labels); the backbone
+graph (dense, hard and sparse top-k lifts) is in :mod:`graphssl.models.harmonic_backbone`
+(re-exported here), the EM fit in :mod:`graphssl.inference.em`, the graph-discriminative
+lambda step in :mod:`graphssl.inference.harmonic_lambda`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,15 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 from jax.scipy.special import logsumexp
+
+from graphssl.models.harmonic_backbone import (
+    backbone_laplacian,
+    hard_lift,
+    mixture_lift,
+    sparse_backbone_laplacian,
+    sparse_lift,
+    top_k_responsibilities,
+)
 
 __all__ = [
     "COVARIANCE_TYPES",
@@ -41,6 +51,9 @@ __all__ = [
     "mixture_lift",
     "hard_lift",
     "backbone_laplacian",
+    "top_k_responsibilities",
+    "sparse_lift",
+    "sparse_backbone_laplacian",
     "graph_energy",
     "labelled_log_likelihood",
     "objective",
@@ -112,9 +125,26 @@ jax.tree_util.register_dataclass(
 # ----------------------------------------------------------------------------- densities
 
 
+_QUADRATIC_FEATURES_MAX_D = 8
+
+
+def _full_mahalanobis_small_d(X, mu, inv_chol):
+    """``(x - mu_m)^T Sigma_m^-1 (x - mu_m)``, ``[n, M]``, for small D by two matrix products
+    over quadratic features (``x x^T`` flattened, D^2 columns): no ``[n, M, D]`` temporary.
+    Points and means are centred on the mean of the means first, which keeps the expanded
+    form's cancellation error small (relative ``eps * |x - c|^2 / sigma^2``)."""
+    c = mu.mean(0)
+    Xc, muc = X - c, mu - c
+    prec = jnp.einsum("mkd,mke->mde", inv_chol, inv_chol)  # Sigma_m^-1 = L^-T L^-1
+    quad = (Xc[:, :, None] * Xc[:, None, :]).reshape(Xc.shape[0], -1)
+    Pmu = jnp.einsum("mde,me->md", prec, muc)
+    maha = quad @ prec.reshape(prec.shape[0], -1).T - 2.0 * Xc @ Pmu.T + (muc * Pmu).sum(1)
+    return jnp.maximum(maha, 0.0)
+
+
 def _gaussian_log_densities(mixture: GaussianMixture, X) -> jax.Array:
     """log N(x_i | mu_m, Sigma_m), ``[n, M]``, by matrix products (no ``[n, M, D]`` temp
-    except for full covariances)."""
+    except for full covariances with D > 8)."""
     mu, cov = mixture.means, mixture.covariances
     D = mu.shape[1]
     kind = mixture.covariance_type
@@ -131,9 +161,12 @@ def _gaussian_log_densities(mixture: GaussianMixture, X) -> jax.Array:
         chol = jnp.linalg.cholesky(cov)
         eye = jnp.broadcast_to(jnp.eye(D, dtype=cov.dtype), cov.shape)
         inv_chol = solve_triangular(chol, eye, lower=True)  # [M, D, D] = L_m^-1
-        z = jnp.einsum("nd,med->nme", X, inv_chol) - jnp.einsum("md,med->me", mu, inv_chol)
-        maha = (z * z).sum(-1)
         logdet = 2.0 * jnp.log(jnp.diagonal(chol, axis1=1, axis2=2)).sum(1)
+        if D > _QUADRATIC_FEATURES_MAX_D:
+            z = jnp.einsum("nd,med->nme", X, inv_chol) - jnp.einsum("md,med->me", mu, inv_chol)
+            maha = (z * z).sum(-1)
+        else:
+            maha = _full_mahalanobis_small_d(X, mu, inv_chol)
     else:
         raise ValueError(
             f"covariance_type: unknown {kind!r}; use one of {', '.join(COVARIANCE_TYPES)}"
@@ -232,97 +265,6 @@ def label_posterior(mixture, X, label_probs=None) -> jax.Array:
     if label_probs is None:
         return jnp.exp(logsumexp(log_r[:, :, None] + mixture.log_label_probs[None], axis=1))
     return jnp.exp(log_r) @ label_probs
-
-
-# ----------------------------------------------------------------------------- backbone graph
-
-
-def mixture_lift(mixture, X, labelled_index):
-    """Rows of the lift ``P = blockdiag(I_l, R)`` of Eq. (6) as a function of node indices.
-
-    Labelled node ``labelled_index[j]`` maps to the unit vector e_j; every other node i to
-    ``[0_l, R_i]``. Returns ``lift(idx) -> float[len(idx), l + M]`` computing R on the fly
-    (no ``n x M`` matrix is stored).
-    """
-    n, l = X.shape[0], labelled_index.shape[0]
-    position = jnp.full((n,), -1, dtype=jnp.int32).at[labelled_index].set(
-        jnp.arange(l, dtype=jnp.int32)
-    )
-
-    def lift(idx):
-        pos = position[idx]
-        r = responsibilities(mixture, X[idx]) * (pos < 0)[:, None]
-        return jnp.concatenate([jax.nn.one_hot(pos, l, dtype=r.dtype), r], axis=1)
-
-    return lift
-
-
-def hard_lift(assignments, n_clusters: int, labelled_index, dtype=jnp.float64):
-    """Lift for the hard-clustering backbone of Sec. 3.3: ``R_im = 1`` iff i is in cluster m
-    (e.g. k-means); then the backbone weights are the summed edge weights between clusters."""
-    n, l = assignments.shape[0], labelled_index.shape[0]
-    position = jnp.full((n,), -1, dtype=jnp.int32).at[labelled_index].set(
-        jnp.arange(l, dtype=jnp.int32)
-    )
-
-    def lift(idx):
-        pos = position[idx]
-        r = jax.nn.one_hot(assignments[idx], n_clusters, dtype=dtype) * (pos < 0)[:, None]
-        return jnp.concatenate([jax.nn.one_hot(pos, l, dtype=dtype), r], axis=1)
-
-    return lift
-
-
-def _padded_rows(n, batch_size):
-    n_batches = -(-n // batch_size)
-    pad = n_batches * batch_size - n
-    idx = jnp.concatenate([jnp.arange(n), jnp.zeros(pad, dtype=jnp.int32)]).astype(jnp.int32)
-    return n_batches, pad, idx
-
-
-def backbone_laplacian(
-    lift, neighbor_index, neighbor_weight, *, batch_size=None, max_stored: int = 2**26
-):
-    """Generalised Laplacian of the backbone graph, Eq. (6): ``P^T Delta P``, ``[l+M, l+M]``.
-
-    ``Delta = D - W`` is the combinatorial Laplacian of the graph given by its padded
-    neighbour table (``Graph.padded_neighbors()``: ``neighbor_index int[n, d]``,
-    ``neighbor_weight float[n, d]``, padding weight 0). Accumulated over node batches:
-    ``sum_i P_i^T (d_i P_i - sum_j w_ij P_j)``. When ``n (l + M) <= max_stored`` the lift
-    rows are computed once and gathered; otherwise they are recomputed for each batch
-    (memory ``O(batch * d * (l + M))``, never ``n x M``). The first l rows/columns are the
-    labelled nodes, the last M the supernodes: ``tilde Delta_UU = R^T Delta_UU R`` and
-    ``tilde Delta_UL = R^T Delta_UL``.
-    """
-    n, d = neighbor_index.shape
-    K = lift(jnp.zeros(1, jnp.int32)).shape[1]
-    if batch_size is None:
-        batch_size = int(max(1, min(n, 2**23 // max(d * K, 1))))
-    if n * K <= max_stored:
-        nb, _, all_idx = _padded_rows(n, batch_size)
-        rows = jax.lax.map(lift, all_idx.reshape(nb, batch_size)).reshape(-1, K)[:n]
-        lift = rows.__getitem__
-    n_batches, pad, idx = _padded_rows(n, batch_size)
-    nbr = jnp.concatenate([neighbor_index, jnp.zeros((pad, d), neighbor_index.dtype)])
-    wts = jnp.concatenate([neighbor_weight, jnp.zeros((pad, d), neighbor_weight.dtype)])
-    keep = jnp.concatenate([jnp.ones(n), jnp.zeros(pad)]).astype(neighbor_weight.dtype)
-
-    def body(acc, batch):
-        b_idx, b_nbr, b_w, b_keep = batch
-        P = lift(b_idx) * b_keep[:, None]
-        Pn = lift(b_nbr.reshape(-1)).reshape(b_nbr.shape + (K,))
-        deg = b_w.sum(1)
-        Q = deg[:, None] * P - jnp.einsum("bd,bdk->bk", b_w, Pn)
-        return acc + P.T @ Q, None
-
-    batches = (
-        idx.reshape(n_batches, batch_size),
-        nbr.reshape(n_batches, batch_size, d),
-        wts.reshape(n_batches, batch_size, d),
-        keep.reshape(n_batches, batch_size),
-    )
-    acc, _ = jax.lax.scan(body, jnp.zeros((K, K), neighbor_weight.dtype), batches)
-    return 0.5 * (acc + acc.T)
 
 
 # ----------------------------------------------------------------------------- objective
