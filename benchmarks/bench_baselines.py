@@ -1,33 +1,41 @@
 """GRF and LGC against scikit-learn and GraphLearning on usps_full and Digit1.
 
-Same splits, same run, same process (the machine is shared: compare ratios, not seconds):
+Same splits, same run, same process; the machine is shared, so every figure is the best of
+``--repeats`` (default 3) interleaved rounds (round r times every method on every split
+before round r + 1 starts, so a burst of load hits all methods alike), and the 1-minute
+load average is stored beside every timing. Compare ratios, not seconds.
 
-* usps_full (9298 x 256, 10 classes): 2 % labels per class (every class present), 5 splits
-  (graphssl.data.random_splits, seed 0);
-* Digit1 (1500 x 241): the 12 SSL-book splits of 10 and of 100 labels.
+Data: usps_full (9298 x 256, 10 classes), 2 % labels per class with every class present,
+5 splits (graphssl.data.random_splits, seed 0); Digit1 (1500 x 241), the 12 SSL-book splits
+of 10 and of 100 labels.
 
-Methods and what their time covers:
+What "time per split" means (two definitions, both reported):
 
-* ours (graphssl.models.baselines on graphssl.graph.knn_graph, k = 10, max-symmetrised,
-  sigma = mean k-th neighbour distance / 3): ``graph`` = kNN graph build, once per data set;
-  ``solve`` = one call of the model function per split; ``full`` = graph + solve (what one
-  user run pays). Variants: grf (plain harmonic function, Zhu et al. 2003), grf_cmn (class
-  mass normalisation), grf_sym (harmonic function on D^-1/2 W D^-1/2), lgc (alpha 0.99).
-* scikit-learn LabelPropagation / LabelSpreading (kernel='knn', n_neighbors=10): the whole
-  ``fit`` (their graph included) = ``full``.
-* GraphLearning (gl.weightmatrix.knn(X, 10), its own self-tuned Gaussian kNN graph; annoy
-  kNN): ``graph`` once per data set, ``solve`` = ``laplace`` / ``poisson`` fit + predict.
-  ``grf_on_gl_graph`` / ``lgc_on_gl_graph``: our solvers on GraphLearning's graph (the same
-  linear system as ``gl_laplace``: a like-for-like solver comparison).
+(a) ``solve``: the graph is built once per data set and reused; the time of one split is
+    one call of the classifier on that graph (ours: the model function on the CSR weights;
+    GraphLearning: ``laplace(W).fit_predict`` / ``poisson``; scikit-learn cannot take a graph,
+    so its LabelPropagation / LabelSpreading run with a callable kernel that returns its own
+    precomputed kNN connectivity matrix: ``fit`` minus the neighbour search). Ours at the
+    default CG tolerance (1e-5) and at 1e-3 (``@1e-3``), where the tolerance sweep below
+    shows the argmax no longer changes; ``_f32``: the CG iterations in float32.
+(b) ``end_to_end``: from the features X to the labels of one split, everything included:
+    ours = ``knn_graph`` (exact search, or ``method="pca"``: approximate) + solve;
+    GraphLearning = ``weightmatrix.knn`` (annoy) + solve; scikit-learn = ``fit(X, y)``.
 
-Usage: ``python benchmarks/bench_baselines.py [--quick]``; writes
-``benchmarks/results/bench_baselines.json`` and prints the tables. On a GPU machine the
-``jax_cg`` solver row runs on the accelerator.
+Graphs: ours k = 10, max-symmetrised, Gaussian with sigma = mean 10th-neighbour distance / 3;
+GraphLearning's ``weightmatrix.knn(X, 10)`` (self-tuned Gaussian); scikit-learn's kNN
+connectivity (k = 10). ``grf_on_gl_graph``: our solver on GraphLearning's graph (the same
+linear system as ``gl_laplace``: a like-for-like solver comparison). Recall of each search
+against the exact neighbour distances is stored with the graph times.
+
+Usage: ``python benchmarks/bench_baselines.py [--quick] [--repeats 3]``; writes
+``benchmarks/results/bench_baselines.json`` and prints the tables.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import pathlib
@@ -44,200 +52,269 @@ import jax  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 
 from graphssl.data import load_dataset, random_splits  # noqa: E402
-from graphssl.graph import knn_graph  # noqa: E402
+from graphssl.graph import knn_graph, knn_search  # noqa: E402
 from graphssl.models.baselines import harmonic_function, lgc  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
+print = functools.partial(print, flush=True)  # noqa: A001 - progress when piped to a log
 K = 10
+LOOSE_TOL = 1e-3
 
 
 def _timed(fn, *args, **kwargs):
+    load = os.getloadavg()[0]
     start = time.perf_counter()
     out = fn(*args, **kwargs)
-    return out, time.perf_counter() - start
+    return out, time.perf_counter() - start, load
 
 
-def _ours(C):
-    return {
-        "grf": lambda W, lab: harmonic_function(W, lab, n_classes=C),
-        "grf_cmn": lambda W, lab: harmonic_function(W, lab, n_classes=C,
-                                                    class_mass_normalize=True),
-        "grf_sym": lambda W, lab: harmonic_function(W, lab, n_classes=C, normalize_graph=True),
-        "lgc": lambda W, lab: lgc(W, lab, n_classes=C, alpha=0.99),
-    }
+def _labels(y, lab_idx):
+    labels = np.full(y.size, -1)
+    labels[lab_idx] = y[lab_idx]
+    return labels
 
 
-def _sklearn_models():
-    from sklearn.semi_supervised import LabelPropagation, LabelSpreading
-
-    return {
-        "sklearn_LabelPropagation": lambda: LabelPropagation(kernel="knn", n_neighbors=K,
-                                                             max_iter=1000),
-        "sklearn_LabelSpreading": lambda: LabelSpreading(kernel="knn", n_neighbors=K),
-    }
-
-
-def _accuracy(y, pred, labelled):
+def _accuracy(y, pred, lab_idx):
     mask = np.ones(y.size, dtype=bool)
-    mask[labelled] = False
+    mask[lab_idx] = False
     return float(np.mean(np.asarray(pred)[mask] == y[mask]))
 
 
-def run_dataset(name, X, y, splits, rows, with_peers=True):
-    """Accuracy and seconds of every method on every split of one data set."""
+# ------------------------------------------------------------------------- methods
+def _ours(C):
+    """name -> fn(W, labels) -> predicted labels."""
+    def grf(**kw):
+        return lambda W, lab: harmonic_function(W, lab, n_classes=C, **kw).argmax(1)
+
+    def lgc_(**kw):
+        return lambda W, lab: lgc(W, lab, n_classes=C, alpha=0.99, **kw).argmax(1)
+
+    return {
+        "grf": grf(),
+        "grf_cmn": grf(class_mass_normalize=True),
+        "grf_sym": grf(normalize_graph=True),
+        "lgc": lgc_(),
+        f"grf_sym@{LOOSE_TOL:g}": grf(normalize_graph=True, tol=LOOSE_TOL),
+        f"lgc@{LOOSE_TOL:g}": lgc_(tol=LOOSE_TOL),
+        f"grf_sym@{LOOSE_TOL:g}_f32": grf(normalize_graph=True, tol=LOOSE_TOL, dtype=np.float32),
+        f"lgc@{LOOSE_TOL:g}_f32": lgc_(tol=LOOSE_TOL, dtype=np.float32),
+    }
+
+
+def _sklearn_classes():
+    from sklearn.semi_supervised import LabelPropagation, LabelSpreading
+
+    return {"sklearn_LabelPropagation": (LabelPropagation, {"max_iter": 1000}),
+            "sklearn_LabelSpreading": (LabelSpreading, {})}
+
+
+def _sklearn_fit(cls, options, X, labels, kernel):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cls(kernel=kernel, n_neighbors=K, **options).fit(X, labels).transduction_
+
+
+def _sklearn_graph(X):
+    """scikit-learn's own kNN connectivity (what its kernel='knn' builds inside fit)."""
+    from sklearn.neighbors import NearestNeighbors
+
+    nn = NearestNeighbors(n_neighbors=K).fit(X)
+    return nn.kneighbors_graph(nn._fit_X, K, mode="connectivity")
+
+
+def _recall(distances, exact_dist):
+    """Fraction of the exact k neighbour distances found among the returned ones (per row;
+    distances, not indices, so that ties between equidistant points do not count as misses)."""
+    gap = np.abs(distances[:, None, :] - exact_dist[:, :, None])
+    return float(np.mean(gap.min(axis=2) <= 1e-6 * (1.0 + exact_dist)))
+
+
+# ------------------------------------------------------------------------- one data set
+def _graphs(X, record, repeats):
+    """Build every graph ``repeats`` times (best time kept); recall against exact search."""
+    import graphlearning as gl
+
+    builders = {
+        "ours_exact": lambda: knn_graph(X, K, sigma="kth_over_3").to_scipy(),
+        "ours_pca": lambda: knn_graph(X, K, sigma="kth_over_3", method="pca").to_scipy(),
+        "graphlearning": lambda: gl.weightmatrix.knn(np.asarray(X, np.float64), K).tocsr(),
+        "sklearn": lambda: _sklearn_graph(X),
+    }
+    graphs, times = {}, {name: [] for name in builders}
+    for _ in range(repeats):
+        for name, build in builders.items():
+            graphs[name], t, load = _timed(build)
+            times[name].append({"seconds": t, "load": load})
+    exact = knn_search(X, K, method="brute")[1]
+    recall = {"ours_exact": 1.0,
+              "ours_pca": _recall(knn_search(X, K, method="pca")[1], exact)}
+    gl_idx, gl_dist = gl.weightmatrix.knnsearch(np.asarray(X, np.float64), K + 1)
+    recall["graphlearning"] = _recall(gl_dist[:, 1:], exact)
+    record["graphs"] = {name: {"best_seconds": min(r["seconds"] for r in times[name]),
+                               "runs": times[name], "recall": recall.get(name)}
+                        for name in builders}
+    return graphs
+
+
+def run_dataset(name, X, y, splits, repeats):
+    """Accuracy and best-of-``repeats`` seconds of every method on every split."""
+    import graphlearning as gl
+
     C = int(y.max()) + 1
     record = {"dataset": name, "n": int(X.shape[0]), "d": int(X.shape[1]), "C": C,
-              "n_splits": len(splits), "n_labelled": int(len(splits[0])), "methods": {}}
-    graph, t_graph = _timed(knn_graph, X, K, sigma="kth_over_3", symmetrize="max")
-    W, t_conv = _timed(graph.to_scipy)
-    record["graph_seconds"] = {"ours": t_graph + t_conv}
-    methods = _ours(C)
-    for lab_idx in splits[:1]:  # warm-up (imports, first-call overheads), untimed
-        labels = np.full(y.size, -1)
-        labels[lab_idx] = y[lab_idx]
-        for fn in methods.values():
-            fn(W, labels)
-    for m, fn in methods.items():
-        runs = []
-        for lab_idx in splits:
-            labels = np.full(y.size, -1)
-            labels[lab_idx] = y[lab_idx]
-            F, t = _timed(fn, W, labels)
-            runs.append({"accuracy": _accuracy(y, F.argmax(1), lab_idx), "solve": t,
-                         "full": t + t_graph + t_conv})
-        record["methods"][m] = runs
-    if with_peers:
-        for m, factory in _sklearn_models().items():
-            runs = []
-            for lab_idx in splits:
-                labels = np.full(y.size, -1)
-                labels[lab_idx] = y[lab_idx]
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    model, t = _timed(factory().fit, X, labels)
-                runs.append({"accuracy": _accuracy(y, model.transduction_, lab_idx),
-                             "solve": None, "full": t})
-            record["methods"][m] = runs
-        record.update(_graphlearning(X, y, splits, record))
-    rows.append(record)
+              "n_splits": len(splits), "n_labelled": int(len(splits[0]))}
+    graphs = _graphs(X, record, repeats)
+    W, W_gl, W_sk = graphs["ours_exact"], graphs["graphlearning"], graphs["sklearn"]
+    solvers = {m: (fn, W) for m, fn in _ours(C).items()}
+    solvers["grf_on_gl_graph"] = (_ours(C)["grf"], W_gl)
+    solvers[f"grf_on_gl_graph@{LOOSE_TOL:g}"] = (
+        lambda A, lab: harmonic_function(A, lab, n_classes=C, tol=LOOSE_TOL).argmax(1), W_gl)
+    for m, cls in (("gl_laplace", gl.ssl.laplace), ("gl_poisson", gl.ssl.poisson)):
+        solvers[m] = (lambda A, lab, cls=cls: cls(A).fit_predict(
+            np.flatnonzero(lab >= 0), lab[lab >= 0]), W_gl)
+    for m, (cls, opts) in _sklearn_classes().items():
+        solvers[m + "_precomputed"] = (
+            lambda A, lab, cls=cls, opts=opts: _sklearn_fit(cls, opts, X, lab,
+                                                            lambda a, b, A=A: A.copy()), W_sk)
+    end_to_end = {
+        "ours_exact+grf_sym@1e-3": ("ours_exact", f"grf_sym@{LOOSE_TOL:g}"),
+        "ours_exact+lgc@1e-3": ("ours_exact", f"lgc@{LOOSE_TOL:g}"),
+        "ours_pca+grf_sym@1e-3": ("ours_pca", f"grf_sym@{LOOSE_TOL:g}"),
+        "ours_pca+grf_sym@1e-3_f32": ("ours_pca", f"grf_sym@{LOOSE_TOL:g}_f32"),
+        "ours_exact+grf_sym": ("ours_exact", "grf_sym"),
+        "gl+gl_laplace": ("graphlearning", "gl_laplace"),
+    }
+    solvers["grf_sym_on_pca_graph@1e-3"] = (_ours(C)[f"grf_sym@{LOOSE_TOL:g}"],
+                                            graphs["ours_pca"])
+    for fn, A in solvers.values():  # warm-up: imports, first-call overheads
+        fn(A, _labels(y, splits[0]))
+    runs = {m: [[] for _ in splits] for m in solvers}
+    natural = {m: [[] for _ in splits] for m in _sklearn_classes()}
+    for _ in range(repeats):
+        for s, lab_idx in enumerate(splits):
+            labels = _labels(y, lab_idx)
+            for m, (fn, A) in solvers.items():
+                pred, t, load = _timed(fn, A, labels)
+                runs[m][s].append({"seconds": t, "load": load,
+                                   "accuracy": _accuracy(y, pred, lab_idx)})
+            for m, (cls, opts) in _sklearn_classes().items():
+                pred, t, load = _timed(_sklearn_fit, cls, opts, X, labels, "knn")
+                natural[m][s].append({"seconds": t, "load": load,
+                                      "accuracy": _accuracy(y, pred, lab_idx)})
+    record["solve"] = {m: _best(r) for m, r in runs.items()}
+    record["end_to_end"] = {m: _best(r) for m, r in natural.items()}
+    for m, (graph_name, solver) in end_to_end.items():
+        g = record["graphs"][graph_name]["best_seconds"]
+        record["end_to_end"][m] = [{"seconds": g + r["seconds"], "graph": g,
+                                    "solve": r["seconds"], "accuracy": r["accuracy"],
+                                    "load": r["load"]} for r in record["solve"][solver]]
+    record["ratios"] = _ratios(record)
     return record
 
 
-def _graphlearning(X, y, splits, record):
-    try:
-        import graphlearning as gl
-    except ImportError:
-        return {"graphlearning": "not installed"}
-    W_gl, t_graph = _timed(gl.weightmatrix.knn, np.asarray(X, np.float64), K)
-    record["graph_seconds"]["graphlearning"] = t_graph
-    for m, cls in (("gl_laplace", gl.ssl.laplace), ("gl_poisson", gl.ssl.poisson)):
-        runs = []
-        cls(W_gl).fit_predict(splits[0], y[splits[0]])  # warm-up
-        for lab_idx in splits:
-            model = cls(W_gl)
-            pred, t = _timed(model.fit_predict, lab_idx, y[lab_idx])
-            runs.append({"accuracy": _accuracy(y, pred, lab_idx), "solve": t,
-                         "full": t + t_graph})
-        record["methods"][m] = runs
-    # our solver on GraphLearning's graph: the same linear system as gl_laplace
-    C = int(y.max()) + 1
-    W_gl = W_gl.tocsr()
-    for m, fn in (("grf_on_gl_graph", harmonic_function), ("lgc_on_gl_graph", lgc)):
-        labels = np.full(y.size, -1)
-        labels[splits[0]] = y[splits[0]]
-        fn(W_gl, labels, n_classes=C)  # warm-up
-        runs = []
-        for lab_idx in splits:
-            labels = np.full(y.size, -1)
-            labels[lab_idx] = y[lab_idx]
-            F, t = _timed(fn, W_gl, labels, n_classes=C)
-            runs.append({"accuracy": _accuracy(y, F.argmax(1), lab_idx), "solve": t,
-                         "full": t + t_graph})
-        record["methods"][m] = runs
-    return {}
+def _best(per_split):
+    """Per split: the fastest of the repeated runs (accuracy is the same in each)."""
+    return [min(reps, key=lambda r: r["seconds"]) for reps in per_split]
 
 
-def solver_comparison(X, y, splits):
-    """GRF and LGC solve alone with each solver on one split (same graph)."""
-    C = int(y.max()) + 1
-    W = knn_graph(X, K, sigma="kth_over_3").to_scipy()
-    labels = np.full(y.size, -1)
-    labels[splits[0]] = y[splits[0]]
-    out = {}
-    for model, fn in (("grf", harmonic_function), ("lgc", lgc)):
-        for method in ("direct", "cg", "jax_cg"):
-            fn(W, labels, n_classes=C, method=method)  # warm-up / JIT compile
-            times = []
-            for _ in range(3):
-                (F, info), t = _timed(fn, W, labels, n_classes=C, method=method,
-                                      return_info=True)
-                times.append(t)
-            out[f"{model}/{method}"] = {"seconds_min": min(times), "iterations": info.iterations,
-                                        "accuracy": _accuracy(y, F.argmax(1), splits[0])}
-    return out
-
-
-def _stats(runs, key):
-    vals = [r[key] for r in runs if r.get(key) is not None]
-    return (float(np.mean(vals)), float(np.std(vals))) if vals else (None, None)
-
-
-def print_table(record):
-    print(f"\n{record['dataset']}: n = {record['n']}, {record['n_splits']} splits of "
-          f"{record['n_labelled']} labels; graph build: "
-          + ", ".join(f"{k} {v:.3f} s" for k, v in record["graph_seconds"].items()))
-    print(f"{'method':<26} {'accuracy':>16} {'solve (s)':>10} {'full (s)':>10}")
-    for m, runs in record["methods"].items():
-        acc, sd = _stats(runs, "accuracy")
-        solve, full = _stats(runs, "solve")[0], _stats(runs, "full")[0]
-        solve_s = f"{solve:.4f}" if solve is not None else "-"
-        print(f"{m:<26} {acc:.4f} +- {sd:.4f} {solve_s:>10} {full:>10.4f}")
-    ratios = _ratios(record)
-    record["ratios"] = ratios
-    for k, v in ratios.items():
-        print(f"  {k}: {v:.2f}x")
+def _mean(runs, key):
+    return float(np.mean([r[key] for r in runs]))
 
 
 def _ratios(record):
-    meth = record["methods"]
-    out = {}
-    for ours in ("grf", "grf_sym", "lgc", "grf_on_gl_graph"):
-        if ours not in meth:
-            continue
-        s, f = _stats(meth[ours], "solve")[0], _stats(meth[ours], "full")[0]
-        for peer in ("sklearn_LabelPropagation", "sklearn_LabelSpreading"):
-            if peer in meth:
-                pf = _stats(meth[peer], "full")[0]
-                out[f"{peer} full / {ours} full"] = pf / f
-                out[f"{peer} full / {ours} solve"] = pf / s
-        for peer in ("gl_laplace", "gl_poisson"):
-            if peer in meth:
-                out[f"{peer} solve / {ours} solve"] = _stats(meth[peer], "solve")[0] / s
-                out[f"{peer} full / {ours} full"] = _stats(meth[peer], "full")[0] / f
+    solve, e2e = record["solve"], record["end_to_end"]
+    out = {"solve (a)": {}, "end_to_end (b)": {}}
+    for ours in ("grf_sym", f"grf_sym@{LOOSE_TOL:g}", f"grf_sym@{LOOSE_TOL:g}_f32", "lgc",
+                 f"lgc@{LOOSE_TOL:g}", f"lgc@{LOOSE_TOL:g}_f32", "grf_on_gl_graph",
+                 f"grf_on_gl_graph@{LOOSE_TOL:g}"):
+        t = _mean(solve[ours], "seconds")
+        for peer in ("gl_laplace", "gl_poisson", "sklearn_LabelPropagation_precomputed",
+                     "sklearn_LabelSpreading_precomputed"):
+            out["solve (a)"][f"{peer} / {ours}"] = _mean(solve[peer], "seconds") / t
+    for ours in ("ours_exact+grf_sym", "ours_exact+grf_sym@1e-3", "ours_pca+grf_sym@1e-3",
+                 "ours_pca+grf_sym@1e-3_f32"):
+        t = _mean(e2e[ours], "seconds")
+        for peer in ("gl+gl_laplace", "sklearn_LabelPropagation", "sklearn_LabelSpreading"):
+            out["end_to_end (b)"][f"{peer} / {ours}"] = _mean(e2e[peer], "seconds") / t
     return out
+
+
+# ------------------------------------------------------------------------- tolerance sweep
+def tolerance_sweep(W, y, splits, tols=(1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 1e-4, 1e-5, 1e-7)):
+    """Accuracy, CG iterations and argmax agreement with a 1e-10 solve, against ``tol``."""
+    C = int(y.max()) + 1
+    out = {}
+    for model, fn in (("grf_sym", lambda lab, **kw: harmonic_function(
+            W, lab, n_classes=C, normalize_graph=True, return_info=True, **kw)),
+            ("lgc", lambda lab, **kw: lgc(W, lab, n_classes=C, return_info=True, **kw))):
+        refs = [fn(_labels(y, s), tol=1e-10)[0].argmax(1) for s in splits]
+        rows = []
+        for tol in tols:
+            acc, agree, iters, secs = [], [], [], []
+            for s, ref in zip(splits, refs, strict=True):
+                (F, info), t, _ = _timed(fn, _labels(y, s), tol=tol)
+                acc.append(_accuracy(y, F.argmax(1), s))
+                agree.append(float(np.mean(F.argmax(1) == ref)))
+                iters.append(info.iterations)
+                secs.append(t)
+            rows.append({"tol": tol, "accuracy": float(np.mean(acc)),
+                         "argmax_agreement_min": float(np.min(agree)),
+                         "iterations": float(np.mean(iters)), "seconds": float(np.mean(secs))})
+        out[model] = rows
+    return out
+
+
+# ------------------------------------------------------------------------- tables
+def print_record(record):
+    print(f"\n{record['dataset']}: n = {record['n']}, d = {record['d']}, "
+          f"{record['n_splits']} splits of {record['n_labelled']} labels")
+    print("  graph build (best of repeats):")
+    for k, v in record["graphs"].items():
+        recall = "-" if v["recall"] is None else f"{v['recall']:.4f}"
+        print(f"    {k:<16} {v['best_seconds']:.3f} s  recall {recall}")
+    for title, key in (("(a) per-split solve, graph built once", "solve"),
+                       ("(b) end to end from X, one split", "end_to_end")):
+        print(f"  {title}")
+        print(f"    {'method':<42} {'accuracy':>8} {'seconds':>9}")
+        for m, runs in record[key].items():
+            print(f"    {m:<42} {_mean(runs, 'accuracy'):8.4f} {_mean(runs, 'seconds'):9.4f}")
+    for title, ratios in record["ratios"].items():
+        print(f"  speed-up, {title} (peer seconds / ours):")
+        for k, v in ratios.items():
+            print(f"    {k:<62} {v:6.2f}x")
+
+
+def print_sweep(sweep):
+    print("\ntolerance sweep, usps_full 2 % (mean over splits):")
+    for model, rows in sweep.items():
+        for r in rows:
+            print(f"  {model:<8} tol {r['tol']:<7g} acc {r['accuracy']:.4f}  argmax agreement "
+                  f">= {r['argmax_agreement_min']:.4f}  {r['iterations']:5.1f} it  "
+                  f"{r['seconds']:.4f} s")
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="Digit1 only, 3 splits")
+    parser.add_argument("--quick", action="store_true", help="Digit1 only, 3 splits, 1 round")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    rows = []
-    usps = load_dataset("usps_full")
-    usps_splits = random_splits(usps.y, 0.02, n_splits=5, seed=0)
-    digit1 = load_dataset("digit1")
+    repeats = 1 if args.quick else args.repeats
+    rows, sweep = [], {}
     if not args.quick:
-        print_table(run_dataset("usps_full 2%", usps.X, usps.y, list(usps_splits), rows))
+        usps = load_dataset("usps_full")
+        splits = list(random_splits(usps.y, 0.02, n_splits=5, seed=0))
+        rows.append(run_dataset("usps_full 2%", usps.X, usps.y, splits, repeats))
+        print_record(rows[-1])
+        W = knn_graph(usps.X, K, sigma="kth_over_3").to_scipy()
+        sweep = tolerance_sweep(W, usps.y, splits)
+        print_sweep(sweep)
+    digit1 = load_dataset("digit1")
     for L in (10, 100):
         splits = list(digit1.splits[f"labeled_{L}"])[: 3 if args.quick else None]
-        print_table(run_dataset(f"digit1 {L} labels", digit1.X, digit1.y, splits, rows))
-    solvers = {}
-    if not args.quick:
-        solvers = solver_comparison(usps.X, usps.y, list(usps_splits))
-        print("\nsolver comparison, usps_full 2 %, split 0 (solve alone, min of 3):")
-        for k, v in solvers.items():
-            print(f"  {k:<14} {v['seconds_min']:.4f} s  {v['iterations']:>4} it  "
-                  f"acc {v['accuracy']:.4f}")
-    import graphlearning
+        rows.append(run_dataset(f"digit1 {L} labels", digit1.X, digit1.y, splits, repeats))
+        print_record(rows[-1])
+    import importlib.metadata as md
+
     import scipy
     import sklearn
 
@@ -245,11 +322,13 @@ def main():
             "cpu_count": os.cpu_count(), "python": platform.python_version(),
             "versions": {"jax": jax.__version__, "numpy": np.__version__,
                          "scipy": scipy.__version__, "sklearn": sklearn.__version__,
-                         "graphlearning": getattr(graphlearning, "__version__", "?")},
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+                         "graphlearning": md.version("graphlearning")},
+            "repeats": repeats, "loose_tol": LOOSE_TOL,
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "loadavg_end": os.getloadavg()}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / "bench_baselines.json"
-    path.write_text(json.dumps({"meta": meta, "datasets": rows, "solvers": solvers}, indent=1))
+    path = RESULTS / ("bench_baselines_quick.json" if args.quick else "bench_baselines.json")
+    path.write_text(json.dumps({"meta": meta, "datasets": rows, "tolerance_sweep": sweep},
+                               indent=1))
     print(f"\nwrote {path}")
 
 

@@ -27,7 +27,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from graphssl.validation import check_features, check_k
+from graphssl.neighbors import _squared_norms, knn_search
+from graphssl.validation import check_features
 
 __all__ = [
     "Graph",
@@ -46,9 +47,6 @@ __all__ = [
     "connected_components",
     "propagate",
 ]
-
-_EXACT_BRUTE_FORCE_MAX_N = 50_000
-_KDTREE_MAX_DIM = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,32 +73,41 @@ class Graph:
         return jax.ops.segment_sum(self.weights, self.senders, num_segments=self.n_nodes)
 
     def to_scipy(self) -> sp.csr_matrix:
-        """The weight matrix W as ``scipy.sparse.csr_matrix`` (n x n)."""
-        return sp.csr_matrix(
-            (np.asarray(self.weights), (np.asarray(self.senders), np.asarray(self.receivers))),
-            shape=(self.n_nodes, self.n_nodes),
-        )
+        """The weight matrix W as ``scipy.sparse.csr_matrix`` (n x n).
+
+        Edges in the documented order (sorted by (senders, receivers), no repeats) map to
+        CSR arrays directly; any other order goes through a COO conversion (duplicates summed).
+        """
+        n = self.n_nodes
+        senders, receivers = np.asarray(self.senders), np.asarray(self.receivers)
+        weights = np.array(self.weights)  # a writable copy: callers may scale W.data in place
+        key = senders.astype(np.int64) * n + receivers
+        if key.size == 0 or np.all(key[1:] > key[:-1]):
+            indptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(senders, minlength=n), out=indptr[1:])
+            return sp.csr_matrix((weights, receivers.copy(), indptr), shape=(n, n))
+        return sp.csr_matrix((weights, (senders, receivers)), shape=(n, n))
 
     @classmethod
     def from_scipy(cls, matrix, *, dtype=None) -> Graph:
         """Graph from a sparse or dense n x n weight matrix; the diagonal is dropped."""
-        matrix = sp.csr_matrix(matrix)
+        matrix = sp.csr_matrix(matrix, copy=True)
         if matrix.shape[0] != matrix.shape[1]:
             raise ValueError(
                 f"matrix: expected a square n x n weight matrix, got shape {matrix.shape}"
             )
-        matrix.setdiag(0)
-        matrix.eliminate_zeros()
-        coo = matrix.tocoo()
-        order = np.lexsort((coo.col, coo.row))
-        if np.any(~np.isfinite(coo.data)) or np.any(coo.data < 0):
+        # canonical CSR is sorted by (row, column): the edge order of a Graph, no lexsort
+        matrix.sum_duplicates()
+        rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+        keep = (rows != matrix.indices) & (matrix.data != 0)  # drop the diagonal and zeros
+        weights = matrix.data[keep]
+        if np.any(~np.isfinite(weights)) or np.any(weights < 0):
             raise ValueError("matrix: weights must be finite and non-negative")
-        weights = coo.data[order]
         if dtype is not None:
             weights = weights.astype(dtype)
         return cls(
-            senders=jnp.asarray(coo.row[order], dtype=jnp.int32),
-            receivers=jnp.asarray(coo.col[order], dtype=jnp.int32),
+            senders=jnp.asarray(rows[keep], dtype=jnp.int32),
+            receivers=jnp.asarray(matrix.indices[keep], dtype=jnp.int32),
             weights=jnp.asarray(weights),
             n_nodes=int(matrix.shape[0]),
         )
@@ -151,110 +158,6 @@ class Graph:
 jax.tree_util.register_dataclass(
     Graph, data_fields=["senders", "receivers", "weights"], meta_fields=["n_nodes"]
 )
-
-
-# ----------------------------------------------------------------------------- neighbours
-
-
-def _squared_norms(X: np.ndarray) -> np.ndarray:
-    return np.einsum("ij,ij->i", X, X)
-
-
-def _brute_force_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact kNN by scikit-learn's chunked brute force (parallel arg-k-min over row blocks).
-
-    The search runs in float32 (twice the speed of float64); the kept neighbours' distances
-    are then recomputed in float64 and re-sorted.
-
-    Its working memory is bounded (``sklearn.get_config()["working_memory"]``, 1 GiB by
-    default), so no n x n distance matrix is ever built.
-    """
-    from sklearn.neighbors import NearestNeighbors
-
-    X32 = np.asarray(X, dtype=np.float32)
-    search = NearestNeighbors(n_neighbors=k + 1, algorithm="brute").fit(X32)
-    _, indices = search.kneighbors(X32)
-    distances = _exact_distances(X, indices)
-    order = np.argsort(distances, axis=1, kind="stable")
-    indices = np.take_along_axis(indices, order, axis=1)
-    distances = np.take_along_axis(distances, order, axis=1)
-    return _drop_self(indices, distances, k)
-
-
-def _exact_distances(X: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    """Euclidean distances ``||x_i - x_{indices[i, j]}||`` in float64, one column at a time
-    (memory O(n d), never n x k x d)."""
-    norms = _squared_norms(X)
-    distances = np.empty(indices.shape, dtype=np.float64)
-    for j in range(indices.shape[1]):
-        neighbour = X[indices[:, j]]
-        sq = norms + norms[indices[:, j]] - 2.0 * np.einsum("ij,ij->i", X, neighbour)
-        distances[:, j] = np.sqrt(np.maximum(sq, 0.0))
-    return distances
-
-
-def _kdtree_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.spatial import cKDTree
-
-    distances, indices = cKDTree(X).query(X, k=k + 1, workers=-1)
-    return _drop_self(indices, distances, k)
-
-
-def _drop_self(indices: np.ndarray, distances: np.ndarray, k: int):
-    """Remove each query's own index from k+1 returned neighbours (ties with duplicates)."""
-    n = indices.shape[0]
-    is_self = indices == np.arange(n)[:, None]
-    has_self = is_self.any(axis=1)
-    # rows without self (duplicates pushed it out): drop the last column instead
-    is_self[~has_self, -1] = True
-    keep = ~is_self
-    return indices[keep].reshape(n, k), distances[keep].reshape(n, k)
-
-
-def _nndescent_knn(X: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    from pynndescent import NNDescent
-
-    index = NNDescent(X, n_neighbors=k + 1, random_state=seed, n_jobs=-1)
-    indices, distances = index.neighbor_graph
-    return _drop_self(indices, distances, k)
-
-
-def knn_search(X, k: int, *, method: str = "auto", seed: int = 0):
-    """k nearest neighbours of every row of ``X`` (Euclidean), the point itself excluded.
-
-    Args:
-      X: float[n, d] features.
-      k: neighbours per point, ``1 <= k < n``.
-      method: ``"brute"`` (exact, chunked: memory O(chunk x n), never n x n), ``"kdtree"``
-        (exact, scipy cKDTree; fast for d <= 8), ``"nndescent"`` (approximate, pynndescent;
-        for large n in high dimension) or ``"auto"`` (kdtree for d <= 8, brute up to
-        n = 50000, nndescent above). Measured (benchmarks/bench_graph.py): the KD-tree
-        degrades to O(n^2.4) on 15-dimensional integer-coded SecStr, hence d <= 8.
-      seed: seed of the approximate method.
-
-    Returns:
-      ``(indices int64[n, k], distances float64[n, k])``, each row sorted by distance.
-    """
-    X = check_features(X)
-    n, d = X.shape
-    k = check_k(k, n)
-    if method == "auto":
-        if d <= _KDTREE_MAX_DIM:
-            method = "kdtree"
-        elif n <= _EXACT_BRUTE_FORCE_MAX_N:
-            method = "brute"
-        else:
-            method = "nndescent"
-    X64 = np.asarray(X, dtype=np.float64)
-    if method == "brute":
-        return _brute_force_knn(X64, k)
-    if method == "kdtree":
-        return _kdtree_knn(X64, k)
-    if method == "nndescent":
-        return _nndescent_knn(np.asarray(X, dtype=np.float32), k, seed)
-    raise ValueError(
-        f"method: unknown kNN method {method!r}; use 'auto', 'brute', 'kdtree' or 'nndescent'"
-    )
 
 
 # ----------------------------------------------------------------------------- weights
@@ -394,8 +297,14 @@ def knn_graph(
     cols = indices.ravel()
     vals = _edge_weights(X, rows, cols, distances.ravel(), weight, sigma, t, distances)
     # keep exact zeros as tiny positive weights so that sparsity does not lose the edge
-    vals = np.maximum(vals, np.finfo(np.float64).tiny)
-    directed = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    vals = np.maximum(vals, np.finfo(np.float64).tiny).reshape(n, -1)
+    # CSR straight from the kNN table: each row's k columns sorted, no COO conversion
+    order = np.argsort(indices, axis=1)
+    directed = sp.csr_matrix(
+        (np.take_along_axis(vals, order, 1).ravel(), np.take_along_axis(indices, order, 1).ravel(),
+         np.arange(0, n * indices.shape[1] + 1, indices.shape[1])),
+        shape=(n, n),
+    )
     return Graph.from_scipy(_symmetrized_matrix(directed, symmetrize))
 
 

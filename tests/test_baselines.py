@@ -137,6 +137,34 @@ def test_batched_pcg_solves_each_column():
     assert res <= 1e-12 and 0 < it <= 60
 
 
+def test_float32_cg_agrees_with_float64(problem):
+    W, labels, C = problem
+    F64 = harmonic_function(W, labels, method="cg", tol=1e-12)
+    F32, info = harmonic_function(W, labels, method="cg", tol=1e-5, dtype=np.float32,
+                                  return_info=True)
+    assert info.converged and info.residual <= 1e-5
+    np.testing.assert_allclose(F32, F64, atol=1e-4)
+    L32 = lgc(W, labels, method="cg", tol=1e-5, dtype="float32")
+    np.testing.assert_allclose(L32, lgc(W, labels, method="cg", tol=1e-12), atol=1e-4)
+    with pytest.raises(ValueError, match="dtype"):
+        harmonic_function(W, labels, dtype=np.int32)
+
+
+def test_jacobi_scaled_cg_keeps_unscaled_solution():
+    # a badly scaled SPD system: Jacobi scaling must not change the solution
+    rng = np.random.default_rng(7)
+    W = _random_graph(40, 0.15, 8)
+    scale = sp.diags(rng.uniform(0.01, 100.0, 40))
+    L = (sp.diags(np.asarray(W.sum(1)).ravel()) - W + sp.identity(40)).tocsr()
+    A = (scale @ L @ scale).tocsr()
+    B = rng.normal(size=(40, 3))
+    from graphssl.models.baselines.solvers import _solve_spd
+
+    X, it, res, used = _solve_spd(A, B, "cg", 1e-12, None, True)
+    np.testing.assert_allclose(A @ X, B, atol=1e-8)
+    assert used == "cg" and res <= 1e-12
+
+
 def test_unreached_component_warns_and_is_uniform():
     # two components: nodes 0-3 (labelled) and 4-6 (no label)
     rows = [0, 1, 2, 4, 5]

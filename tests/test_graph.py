@@ -47,6 +47,56 @@ def test_knn_search_high_dim_brute_is_exact():
     assert np.array_equal(idx, ref_idx)
 
 
+def test_knn_search_pca_candidates_reranked_exactly():
+    # 5 latent dimensions in 40: the 8 leading principal components hold the neighbours
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 5)) @ rng.normal(size=(5, 40)) + 0.05 * rng.normal(size=(300, 40))
+    idx, dist = G.knn_search(X, 6, method="pca", n_components=8)
+    ref_idx, ref_dist = _reference_knn(X, 6)
+    full = scipy.spatial.distance.cdist(X, X)
+    # returned distances are the exact ones of the returned indices, sorted, self excluded
+    np.testing.assert_allclose(dist, np.take_along_axis(full, idx, 1), rtol=1e-10)
+    assert np.all(np.diff(dist, axis=1) >= 0)
+    assert not np.any(idx == np.arange(300)[:, None])
+    recall = np.mean([len(set(a) & set(b)) for a, b in zip(idx, ref_idx, strict=True)]) / 6
+    assert recall >= 0.98
+    # two candidates per neighbour on 2 components miss some: the recall measure can fail
+    idx2, _ = G.knn_search(X, 6, method="pca", n_components=2, n_candidates=6)
+    recall2 = np.mean([len(set(a) & set(b)) for a, b in zip(idx2, ref_idx, strict=True)]) / 6
+    assert recall2 < recall
+    # d <= n_components: the exact brute-force search
+    idx3, dist3 = G.knn_search(X[:, :8], 6, method="pca", n_components=8)
+    ref3 = _reference_knn(X[:, :8], 6)
+    np.testing.assert_allclose(dist3, ref3[1], rtol=1e-8)
+    with pytest.raises(ValueError, match="n_candidates"):
+        G.knn_search(X, 6, method="pca", n_candidates=3)
+    with pytest.raises(ValueError, match="n_components"):
+        G.knn_search(X, 6, method="pca", n_components=0)
+
+
+def test_scipy_round_trip_keeps_input_and_handles_any_edge_order():
+    A = sp.random(30, 30, density=0.2, format="csr", random_state=3)
+    A = (A + A.T).tocsr()
+    A.setdiag(1.0)
+    before = A.copy()
+    graph = G.Graph.from_scipy(A, dtype=np.float64)
+    assert (A != before).nnz == 0  # the caller's matrix is not modified
+    expected = A.toarray()
+    np.fill_diagonal(expected, 0.0)
+    np.testing.assert_allclose(graph.to_scipy().toarray(), expected)
+    W = graph.to_scipy()
+    W.data *= 2.0  # the CSR arrays are the caller's own (writable, not views of the graph)
+    W.indices[:] = W.indices
+    np.testing.assert_allclose(graph.to_scipy().toarray(), expected)
+    keys = np.asarray(graph.senders) * 30 + np.asarray(graph.receivers)
+    assert np.all(np.diff(keys) > 0)
+    # a hand-made graph with unsorted, repeated edges: duplicates are summed
+    shuffled = G.Graph(senders=jnp.array([2, 0, 2]), receivers=jnp.array([1, 1, 1]),
+                       weights=jnp.array([1.0, 2.0, 0.5]), n_nodes=3)
+    np.testing.assert_allclose(shuffled.to_scipy().toarray(),
+                               [[0, 2.0, 0], [0, 0, 0], [0, 1.5, 0]])
+
+
 def test_knn_graph_symmetrisations(points):
     k = 4
     ref_idx, ref_dist = _reference_knn(points, k)
