@@ -17,6 +17,7 @@ _WHERE = {
     "DiffusionMixtureClassifier": "diffusion_mixture",
     "HarmonicMixtureClassifier": "harmonic_mixture",
     "MincutClassifier": "mincut",
+    "ID3Classifier": "id3",
 }
 
 __all__ = sorted(_WHERE)

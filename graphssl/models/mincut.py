@@ -17,9 +17,14 @@ Paper symbols -> arguments: ``v+`` / ``v-`` -> the source / sink of :class:`CutN
 dense symmetric array); ``alpha`` -> the factor on unlabelled-unlabelled edges (Fig. 1);
 ``delta`` -> the radius of the Mincut-delta graph (Sec. 5.1).
 
-Edge-weighting schemes (Sec. 3 and Sec. 5.1): 1-NN (Thm 3.1), locally weighted averaging
-(Thm 3.2), Mincut-3, Mincut-delta with delta_0 / delta_1/2 (and a grid for delta_opt), the
-Hamming and information-gain metrics for categorical data, exponential kNN weights (Sec. 5.2).
+The module is split in three (public names stay importable from here):
+
+* this module: the cut network (Sec. 2, steps 1-3), alpha-expansion moves, cut / Potts
+  energies, Lemma 3.4's weighted vote, the clamped Potts model;
+* :mod:`graphssl.models.mincut_weights`: distances (L2, Hamming, the information-gain metric
+  of Sec. 5.1) and edge weights (1-NN Thm 3.1, averaging Thm 3.2, Mincut-3, Mincut-delta,
+  exponential kNN of Sec. 5.2);
+* :mod:`graphssl.models.mincut_delta`: the delta_0 / delta_1/2 rules and the delta_opt grid.
 """
 
 from __future__ import annotations
@@ -28,7 +33,21 @@ import dataclasses
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import csgraph
+
+from graphssl.models.mincut_delta import delta_grid, delta_half, delta_zero
+from graphssl.models.mincut_weights import (
+    averaging_knn_weights,
+    delta_weights,
+    euclidean_distances,
+    exponential_knn_weights,
+    hamming_distances,
+    information_gain,
+    information_gain_distances,
+    locally_weighted_average_weights,
+    mincut3_weights,
+    nearest_neighbor_weights,
+    neighbors_from_distances,
+)
 
 __all__ = [
     "CutNetwork",
@@ -40,6 +59,7 @@ __all__ = [
     "potts_energy",
     "weighted_vote",
     "potts_model",
+    # re-exported from mincut_weights / mincut_delta
     "euclidean_distances",
     "hamming_distances",
     "information_gain",
@@ -338,220 +358,3 @@ def potts_model(graph, labels, observed=None, *, alpha: float = 1.0, n_classes: 
     clamped = np.where(observed, labels, -1)
     return PottsModel.create(Graph.from_scipy(W), n_classes, beta=1.0, labels=clamped)
 
-
-# ----------------------------------------------------------------------------- distances
-
-
-def euclidean_distances(X) -> np.ndarray:
-    """Dense L2 distance matrix (Sec. 5.1 for numeric attributes)."""
-    X = np.asarray(X, dtype=np.float64)
-    sq = np.sum(X * X, axis=1)
-    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * X @ X.T, 0.0)
-    np.fill_diagonal(d2, 0.0)
-    return np.sqrt(d2)
-
-
-def hamming_distances(codes) -> np.ndarray:
-    """Number of differing categorical attributes, the L0 distance of Sec. 5.1."""
-    codes = np.asarray(codes)
-    return np.sum(codes[:, None, :] != codes[None, :, :], axis=2).astype(np.float64)
-
-
-def _entropy(y) -> float:
-    _, counts = np.unique(y, return_counts=True)
-    p = counts / counts.sum()
-    return float(-np.sum(p * np.log2(p)))
-
-
-def information_gain(codes, labels, observed) -> np.ndarray:
-    """ID3's information gain (bits) of each categorical attribute, on the labelled data only."""
-    codes = np.asarray(codes)
-    observed = np.asarray(observed, dtype=bool)
-    X, y = codes[observed], np.asarray(labels)[observed]
-    base = _entropy(y)
-    gains = np.empty(codes.shape[1])
-    for a in range(codes.shape[1]):
-        values, inverse = np.unique(X[:, a], return_inverse=True)
-        cond = sum(
-            np.mean(inverse == v) * _entropy(y[inverse == v]) for v in range(values.size)
-        )
-        gains[a] = base - cond
-    return gains
-
-
-def information_gain_distances(codes, gains, *, b: float = 10.0, c: float = 1.0) -> np.ndarray:
-    """``-log w(x, y)`` for the information-gain weighting of Sec. 5.1:
-
-        w(x, y) = prod_{a : x(a) != y(a)} c / (1 + exp(b gain_a)),
-
-    so the distance is ``sum_{a : x(a) != y(a)} log((1 + exp(b gain_a)) / c)`` and the
-    Mincut-delta threshold ``w > exp(-delta)`` is ``distance < delta``. ``c < 2`` keeps each
-    term positive; b and c only move the delta at which the variants settle (Sec. 5.1).
-    """
-    if not (b >= 0 and 0 < c < 2):
-        raise ValueError(f"b, c: need b >= 0 and 0 < c < 2 (positive distances), got {b}, {c}")
-    codes = np.asarray(codes)
-    cost = np.log1p(np.exp(b * np.asarray(gains, dtype=np.float64))) - np.log(c)
-    differ = codes[:, None, :] != codes[None, :, :]
-    return np.tensordot(differ, cost, axes=([2], [0]))
-
-
-# ----------------------------------------------------------------------------- weights
-
-
-def neighbors_from_distances(distances, k: int) -> np.ndarray:
-    """Indices of the k nearest other points per row, nearest first (stable on ties)."""
-    D = np.array(distances, dtype=np.float64)
-    n = D.shape[0]
-    if not 1 <= k < n:
-        raise ValueError(f"k: need 1 <= k < n = {n}, got {k}")
-    np.fill_diagonal(D, np.inf)
-    return np.argsort(D, axis=1, kind="stable")[:, :k]
-
-
-def _directed(indices, values, n) -> sp.csr_matrix:
-    indices = np.asarray(indices)
-    rows = np.repeat(np.arange(indices.shape[0]), indices.shape[1])
-    values = np.broadcast_to(values, indices.shape).ravel()
-    return sp.csr_matrix((values, (rows, indices.ravel())), shape=(n, n))
-
-
-def nearest_neighbor_weights(indices) -> sp.csr_matrix:
-    """Theorem 3.1: ``w(x, y) = nn_xy + nn_yx`` with ``nn_xy = 1`` iff y is x's nearest
-    neighbour (``indices[:, 0]``). Then ``cut(f)`` = number of LOOCV mistakes of 1-NN.
-    """
-    indices = np.asarray(indices)
-    n = indices.shape[0]
-    A = _directed(indices[:, :1], 1.0, n)
-    return sp.csr_matrix(A + A.T)
-
-
-def locally_weighted_average_weights(A) -> sp.csr_matrix:
-    """Theorem 3.2: ``w(x, y) = w_xy + w_yx`` where row x of ``A`` holds the weights a
-    locally weighted averaging algorithm gives each y when classifying x (rows sum to 1, no
-    self weight). Then ``cut(f)`` = the L1 LOOCV error of that algorithm.
-    """
-    A = sp.csr_matrix(A, dtype=np.float64)
-    if np.any(A.diagonal() != 0):
-        raise ValueError("A: leave-one-out weights must give a point no weight on itself")
-    rows = np.asarray(A.sum(axis=1)).ravel()
-    if not np.allclose(rows, 1.0):
-        raise ValueError("A: each row must sum to 1 (a weighted average); divide by its sum")
-    return sp.csr_matrix(A + A.T)
-
-
-def averaging_knn_weights(indices, k: int) -> sp.csr_matrix:
-    """Averaging kNN (Sec. 3): ``w_xy = 1/k`` for the k nearest y of x, symmetrised as in
-    Thm 3.2."""
-    indices = np.asarray(indices)[:, :k]
-    return locally_weighted_average_weights(_directed(indices, 1.0 / k, indices.shape[0]))
-
-
-def mincut3_weights(distances, observed) -> sp.csr_matrix:
-    """Mincut-3 (Sec. 5.1): every example is joined (weight 1) to its nearest labelled example
-    and to the two nearest other examples overall; the union of these edges, undirected.
-    """
-    D = np.array(distances, dtype=np.float64)
-    n = D.shape[0]
-    observed = np.asarray(observed, dtype=bool)
-    np.fill_diagonal(D, np.inf)
-    to_labelled = np.where(observed[None, :], D, np.inf)
-    nearest_l = np.argmin(to_labelled, axis=1)
-    rows = np.arange(n)
-    D[rows, nearest_l] = np.inf
-    others = np.argsort(D, axis=1, kind="stable")[:, :2]
-    A = _directed(np.column_stack([nearest_l, others]), 1.0, n)
-    W = sp.csr_matrix(A + A.T)
-    W.data[:] = 1.0
-    return W
-
-
-def delta_weights(distances, delta: float) -> sp.csr_matrix:
-    """Mincut-delta (Sec. 5.1): ``w(x, y) = 1`` when ``d(x, y) < delta``, else 0."""
-    D = np.asarray(distances)
-    W = sp.csr_matrix((D < delta).astype(np.float64))
-    W.setdiag(0)
-    W.eliminate_zeros()
-    return W
-
-
-def _kruskal(D):
-    """MST edges of the complete graph on distances D, in increasing length."""
-    mst = csgraph.minimum_spanning_tree(sp.csr_matrix(np.where(D > 0, D, 0.0))).tocoo()
-    # zero distances (duplicates) are absent from the sparse input: join them first
-    zi, zj = np.nonzero(np.triu(D == 0, k=1))
-    rows = np.concatenate([zi, mst.row])
-    cols = np.concatenate([zj, mst.col])
-    lengths = np.concatenate([np.zeros(zi.size), mst.data])
-    order = np.argsort(lengths, kind="stable")
-    return rows[order], cols[order], lengths[order]
-
-
-def _union_find_scan(D, stop):
-    """Add MST edges in increasing length; return the first length where ``stop`` holds."""
-    n = D.shape[0]
-    parent = np.arange(n)
-
-    def root(a):
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
-    members = {i: {i} for i in range(n)}
-    for a, b, length in zip(*_kruskal(D), strict=True):
-        ra, rb = root(a), root(b)
-        if ra == rb:
-            continue
-        if len(members[ra]) < len(members[rb]):
-            ra, rb = rb, ra
-        parent[rb] = ra
-        members[ra] |= members.pop(rb)
-        if stop(members[ra]):
-            return float(length)
-    return float("inf")
-
-
-def delta_zero(distances, labels, observed) -> float:
-    """delta_0 (Sec. 5.1): the largest delta whose graph ``d < delta`` has a cut of value 0,
-    i.e. the bottleneck (minimax) path length between labelled examples of different
-    classes: the MST edge that first joins two of them (L+ and L- when binary).
-    """
-    labels = np.asarray(labels)
-    observed = np.asarray(observed, dtype=bool)
-    label_of = {int(i): int(labels[i]) for i in np.flatnonzero(observed)}
-
-    def mixed(comp):
-        return len({label_of[i] for i in comp if i in label_of}) > 1
-
-    return _union_find_scan(np.asarray(distances, np.float64), mixed)
-
-
-def delta_half(distances) -> float:
-    """delta_1/2 (Sec. 5.1): the smallest delta whose graph ``d < delta`` has a connected
-    component holding half of the points (the next float above the merging MST edge)."""
-    D = np.asarray(distances, np.float64)
-    half = (D.shape[0] + 1) // 2
-    length = _union_find_scan(D, lambda comp: len(comp) >= half)
-    return float(np.nextafter(length, np.inf))
-
-
-def delta_grid(distances, n: int = 40) -> np.ndarray:
-    """Candidate deltas for delta_opt: ``n`` quantiles (2 %..60 %) of the pairwise distances,
-    plus the next float above each so that ``d < delta`` can include the quantile itself."""
-    D = np.asarray(distances)
-    upper = D[np.triu_indices(D.shape[0], k=1)]
-    qs = np.unique(np.quantile(upper, np.linspace(0.0, 0.6, n + 1)[1:]))
-    return np.nextafter(qs, np.inf)
-
-
-def exponential_knn_weights(indices, distances, scale: float) -> sp.csr_matrix:
-    """kNN graph with ``w = exp(-d / scale)`` (Sec. 5.2: "an exponentially-decreasing
-    function of distance"), symmetrised by max."""
-    if not scale > 0:
-        raise ValueError(f"scale: the length scale must be positive, got {scale}")
-    indices = np.asarray(indices)
-    n = indices.shape[0]
-    vals = np.maximum(np.exp(-np.asarray(distances, np.float64) / scale), 1e-300)
-    A = _directed(indices, vals, n)
-    return sp.csr_matrix(A.maximum(A.T))

@@ -1,0 +1,186 @@
+"""Edge-weighting schemes and distances of Blum & Chawla (2001), Sec. 3 and Sec. 5.1.
+
+Distances: L2 for numeric attributes, L0 (Hamming) for categorical ones, and the
+information-gain weighted metric of Sec. 5.1. Weights ``w(x, y)`` (symmetric, scipy CSR):
+1-NN (Thm 3.1), locally weighted averaging (Thm 3.2), Mincut-3 and Mincut-delta (Sec. 5.1),
+exponential kNN weights (Sec. 5.2). How delta is chosen lives in
+:mod:`graphssl.models.mincut_delta`; the cut itself in :mod:`graphssl.models.mincut`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "euclidean_distances",
+    "hamming_distances",
+    "information_gain",
+    "information_gain_distances",
+    "neighbors_from_distances",
+    "nearest_neighbor_weights",
+    "locally_weighted_average_weights",
+    "averaging_knn_weights",
+    "mincut3_weights",
+    "delta_weights",
+    "exponential_knn_weights",
+]
+
+# ----------------------------------------------------------------------------- distances
+
+
+def euclidean_distances(X) -> np.ndarray:
+    """Dense L2 distance matrix (Sec. 5.1 for numeric attributes)."""
+    X = np.asarray(X, dtype=np.float64)
+    sq = np.sum(X * X, axis=1)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * X @ X.T, 0.0)
+    np.fill_diagonal(d2, 0.0)
+    return np.sqrt(d2)
+
+
+def hamming_distances(codes) -> np.ndarray:
+    """Number of differing categorical attributes, the L0 distance of Sec. 5.1."""
+    codes = np.asarray(codes)
+    return np.sum(codes[:, None, :] != codes[None, :, :], axis=2).astype(np.float64)
+
+
+def _entropy(y) -> float:
+    _, counts = np.unique(y, return_counts=True)
+    p = counts / counts.sum()
+    return float(-np.sum(p * np.log2(p)))
+
+
+def information_gain(codes, labels, observed) -> np.ndarray:
+    """ID3's information gain (bits) of each categorical attribute, on the labelled data only."""
+    codes = np.asarray(codes)
+    observed = np.asarray(observed, dtype=bool)
+    X, y = codes[observed], np.asarray(labels)[observed]
+    base = _entropy(y)
+    gains = np.empty(codes.shape[1])
+    for a in range(codes.shape[1]):
+        values, inverse = np.unique(X[:, a], return_inverse=True)
+        cond = sum(
+            np.mean(inverse == v) * _entropy(y[inverse == v]) for v in range(values.size)
+        )
+        gains[a] = base - cond
+    return gains
+
+
+def information_gain_distances(codes, gains, *, b: float = 10.0, c: float = 1.0) -> np.ndarray:
+    """``-log w(x, y)`` for the information-gain weighting of Sec. 5.1:
+
+        w(x, y) = prod_{a : x(a) != y(a)} c / (1 + exp(b gain_a)),
+
+    so the distance is ``sum_{a : x(a) != y(a)} log((1 + exp(b gain_a)) / c)`` and the
+    Mincut-delta threshold ``w > exp(-delta)`` is ``distance < delta``. ``c < 2`` keeps each
+    term positive; b and c only move the delta at which the variants settle (Sec. 5.1).
+    """
+    if not (b >= 0 and 0 < c < 2):
+        raise ValueError(f"b, c: need b >= 0 and 0 < c < 2 (positive distances), got {b}, {c}")
+    codes = np.asarray(codes)
+    cost = np.log1p(np.exp(b * np.asarray(gains, dtype=np.float64))) - np.log(c)
+    differ = codes[:, None, :] != codes[None, :, :]
+    return np.tensordot(differ, cost, axes=([2], [0]))
+
+
+# ----------------------------------------------------------------------------- weights
+
+
+def neighbors_from_distances(distances, k: int) -> np.ndarray:
+    """Indices of the k nearest other points per row, nearest first (stable on ties)."""
+    D = np.array(distances, dtype=np.float64)
+    n = D.shape[0]
+    if not 1 <= k < n:
+        raise ValueError(f"k: need 1 <= k < n = {n}, got {k}")
+    np.fill_diagonal(D, np.inf)
+    return np.argsort(D, axis=1, kind="stable")[:, :k]
+
+
+def _directed(indices, values, n) -> sp.csr_matrix:
+    indices = np.asarray(indices)
+    rows = np.repeat(np.arange(indices.shape[0]), indices.shape[1])
+    values = np.broadcast_to(values, indices.shape).ravel()
+    return sp.csr_matrix((values, (rows, indices.ravel())), shape=(n, n))
+
+
+def nearest_neighbor_weights(indices) -> sp.csr_matrix:
+    """Theorem 3.1: ``w(x, y) = nn_xy + nn_yx`` with ``nn_xy = 1`` iff y is x's nearest
+    neighbour (``indices[:, 0]``). Then ``cut(f)`` = number of LOOCV mistakes of 1-NN.
+    """
+    indices = np.asarray(indices)
+    n = indices.shape[0]
+    A = _directed(indices[:, :1], 1.0, n)
+    return sp.csr_matrix(A + A.T)
+
+
+def locally_weighted_average_weights(A) -> sp.csr_matrix:
+    """Theorem 3.2: ``w(x, y) = w_xy + w_yx`` where row x of ``A`` holds the weights a
+    locally weighted averaging algorithm gives each y when classifying x (rows sum to 1, no
+    self weight). Then ``cut(f)`` = the L1 LOOCV error of that algorithm.
+    """
+    A = sp.csr_matrix(A, dtype=np.float64)
+    if np.any(A.diagonal() != 0):
+        raise ValueError("A: leave-one-out weights must give a point no weight on itself")
+    rows = np.asarray(A.sum(axis=1)).ravel()
+    if not np.allclose(rows, 1.0):
+        raise ValueError("A: each row must sum to 1 (a weighted average); divide by its sum")
+    return sp.csr_matrix(A + A.T)
+
+
+def averaging_knn_weights(indices, k: int) -> sp.csr_matrix:
+    """Averaging kNN (Sec. 3): ``w_xy = 1/k`` for the k nearest y of x, symmetrised as in
+    Thm 3.2."""
+    indices = np.asarray(indices)[:, :k]
+    return locally_weighted_average_weights(_directed(indices, 1.0 / k, indices.shape[0]))
+
+
+def mincut3_weights(distances, observed, *, from_unlabelled_only: bool = False,
+                    tie_break=None) -> sp.csr_matrix:
+    """Mincut-3 (Sec. 5.1): every example is joined (weight 1) to its nearest labelled example
+    and to the two nearest other examples overall; the union of these edges, undirected.
+
+    ``from_unlabelled_only=True`` draws the three edges from the unlabelled examples only (the
+    paper's first sentence, "we connect each unlabeled example ..."). Equal distances are
+    broken by index, or by a random order when ``tie_break`` is a ``numpy`` Generator
+    (Hamming distances tie a lot).
+    """
+    D = np.array(distances, dtype=np.float64)
+    n = D.shape[0]
+    observed = np.asarray(observed, dtype=bool)
+    np.fill_diagonal(D, np.inf)
+    order = np.arange(n) if tie_break is None else tie_break.permutation(n)
+    Dp = D[:, order]  # columns in tie-break order: argmin / stable argsort pick the first
+    nearest_l = order[np.argmin(np.where(observed[order][None, :], Dp, np.inf), axis=1)]
+    rows = np.arange(n)
+    D[rows, nearest_l] = np.inf
+    others = order[np.argsort(D[:, order], axis=1, kind="stable")[:, :2]]
+    idx = np.column_stack([nearest_l, others])
+    if from_unlabelled_only:
+        idx = np.where(observed[:, None], rows[:, None], idx)  # self-loops are dropped below
+    A = _directed(idx, 1.0, n)
+    W = sp.csr_matrix(A + A.T)
+    W.setdiag(0)
+    W.eliminate_zeros()
+    W.data[:] = 1.0
+    return W
+
+
+def delta_weights(distances, delta: float) -> sp.csr_matrix:
+    """Mincut-delta (Sec. 5.1): ``w(x, y) = 1`` when ``d(x, y) < delta``, else 0."""
+    D = np.asarray(distances)
+    W = sp.csr_matrix((D < delta).astype(np.float64))
+    W.setdiag(0)
+    W.eliminate_zeros()
+    return W
+
+
+def exponential_knn_weights(indices, distances, scale: float) -> sp.csr_matrix:
+    """kNN graph with ``w = exp(-d / scale)`` (Sec. 5.2: "an exponentially-decreasing
+    function of distance"), symmetrised by max."""
+    if not scale > 0:
+        raise ValueError(f"scale: the length scale must be positive, got {scale}")
+    indices = np.asarray(indices)
+    n = indices.shape[0]
+    vals = np.maximum(np.exp(-np.asarray(distances, np.float64) / scale), 1e-300)
+    A = _directed(indices, vals, n)
+    return sp.csr_matrix(A.maximum(A.T))
