@@ -19,7 +19,12 @@ Speed: iterations per second of the whole 24-run batch (compile excluded, AOT-co
 projected time of 10^5 iterations. Usage::
 
     python benchmarks/bench_diffusion_mixture.py [--iterations N] [--burn-in B]
-        [--datasets digit1,text] [--quick]
+        [--datasets digit1,text] [--moves 1,1,0] [--merge] [--quick]
+
+``--moves`` sets the attempts per iteration of the re-sampling, re-labelling and split-merge
+moves (``1,1,0`` = the paper's iteration); ``--merge`` keeps the records of the data sets not
+re-run, so a longer run of some sets updates the JSON in place. Every record carries its own
+``settings``, every timing the load average before and after it.
 
 Writes ``benchmarks/results/bench_diffusion_mixture.json`` and prints a table.
 """
@@ -208,14 +213,16 @@ def run_dataset(name, args, key):
         batch_g = batch.replace(gamma=np.full(len(models), gamma, np.float32))
         static = dict(n_chains=args.chains, n_iterations=args.iterations,
                       burn_in=args.burn_in, thin=args.thin, max_components=args.R,
-                      moves=(True, True), init_beta="self")
+                      moves=tuple(int(v) for v in args.moves.split(",")), init_beta="self")
         key, sub = jax.random.split(key)
         init = np.stack(inits).astype(np.int32) if args.init == "parzen" else None
         compiled, compile_s = compiled_sampler(batch_g, sub, static, init)
+        load_before = os.getloadavg()
         t = time.perf_counter()
         samples = jax.block_until_ready(compiled(batch_g, sub, init_labels=init,
                                                  init_noise=np.float32(0.0)))
         run_s = time.perf_counter() - t
+        load_after = os.getloadavg()
         n_it = args.iterations + args.burn_in
         post = dms.posterior_mean_labels(samples)
         mean_acc, map_acc, accs = [], [], []
@@ -227,10 +234,12 @@ def run_dataset(name, args, key):
             y_map, _, _ = dms.map_estimate(model_r, samp_r)
             map_acc.append(accuracy(y_map, y, lab_idx))
             accs.append(dict(resample=float(np.mean(samples.resample_accepted[r])),
-                             relabel=float(np.mean(samples.relabel_accepted[r]))))
+                             relabel=float(np.mean(samples.relabel_accepted[r])),
+                             split_merge=float(np.mean(samples.split_merge_accepted[r]))))
         record["gamma"][str(gamma)] = dict(
             mean=mean_acc, map=map_acc, acceptance=accs, compile_seconds=compile_s,
-            run_seconds=run_s, iterations=n_it, chains=args.chains,
+            run_seconds=run_s, iterations=n_it, chains=args.chains, moves=args.moves,
+            loadavg_before=load_before, loadavg_after=load_after,
             iterations_per_second=n_it / run_s,
             projected_seconds_1e5=1e5 / (n_it / run_s),
             final_energy=np.asarray(samples.energy[..., -1]).tolist())
@@ -282,6 +291,10 @@ def main():
     p.add_argument("--thin", type=int, default=20)
     p.add_argument("--chains", type=int, default=1)
     p.add_argument("--R", type=int, default=2)
+    p.add_argument("--moves", default="1,1,0",
+                   help="attempts per iteration: re-sampling, re-labelling, split-merge")
+    p.add_argument("--merge", action="store_true",
+                   help="keep the records of other data sets already in --out")
     p.add_argument("--width", type=int, default=96,
                    help="neighbour-table width (shared compile across data sets)")
     p.add_argument("--init", default="parzen", choices=("parzen", "random"),
@@ -292,26 +305,36 @@ def main():
     args = p.parse_args()
     args.thin = min(args.thin, args.iterations)
     records = []
+    kept = []
+    if args.merge and pathlib.Path(args.out).is_file():
+        old = json.loads(pathlib.Path(args.out).read_text())
+        for rec in old["records"]:
+            rec.setdefault("settings", {k: old["settings"][k] for k in (
+                "iterations", "burn_in", "chains", "init")} | {"moves": "1,1,0"})
+        kept = [r for r in old["records"] if r["dataset"] not in args.datasets.split(",")]
     key = jax.random.PRNGKey(0)
     start = time.perf_counter()
     for name in args.datasets.split(","):
         key, sub = jax.random.split(key)
         print(f"{name} ...", flush=True)
         records.append(run_dataset(name, args, sub))
-        table, claims = summarise(records)
+        records[-1]["settings"] = {k: getattr(args, k) for k in (
+            "iterations", "burn_in", "chains", "init", "moves")}
+        ordered = sorted(records + kept, key=lambda r: DATASETS.index(r["dataset"]))
+        table, claims = summarise(ordered)
         out = dict(
             device=str(jax.devices()[0]), platform=platform.platform(),
             gpu=any(d.platform == "gpu" for d in jax.devices()),
             versions=dict(jax=jax.__version__, numpy=np.__version__),
             settings=vars(args), k_grid=K_GRID, tau_grid=TAU_GRID,
-            wall_seconds=time.perf_counter() - start, records=records, claims=claims,
+            wall_seconds=time.perf_counter() - start, records=ordered, claims=claims,
             table=table)
         pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(args.out).write_text(json.dumps(out, indent=1))
     print(table)
     for c in claims:
         print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in c.items()})
-    for rec in records:
+    for rec in ordered:
         for g, r in rec["gamma"].items():
             print(f"{rec['dataset']} gamma={g}: {r['iterations_per_second']:.2f} it/s for "
                   f"{len(rec['runs'])} runs x {r['chains']} chains batched; 10^5 iterations "

@@ -32,6 +32,9 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
       n_chains, n_iterations, burn_in, thin: MCMC settings (one iteration = Gibbs sweep +
         one attempt of each Metropolis–Hastings move).
       max_components: R of the re-labelling move (Sec. 4.2).
+      moves: attempts per iteration of the (re-sampling, re-labelling, split-merge) moves;
+        ``(1, 1, 0)`` is the paper's iteration, more attempts mix faster (see
+        :func:`~graphssl.inference.diffusion_mixture_sampler.iteration`).
       estimate: ``"mean"`` (posterior class marginals) or ``"map"`` (most probable visited
         state refined by conditional maximisation, one-hot).
       init: ``"random"`` (chains start apart: labels ~ eta, random centres) or ``"parzen"``
@@ -48,8 +51,8 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
     def __init__(self, k=10, symmetrize="max", weight="gaussian", sigma="walder", tau=5.0,
                  alpha=0.5, gamma=0.0, class_prior=None, balance=True,
                  laplacian_kind="symmetric", n_chains=4, n_iterations=1000, burn_in=100,
-                 thin=10, max_components=2, estimate="mean", init="random", init_noise=0.1,
-                 random_state=0):
+                 thin=10, max_components=2, moves=(1, 1, 0), estimate="mean", init="random",
+                 init_noise=0.1, random_state=0):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.tau = tau
         self.alpha = alpha
@@ -62,6 +65,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         self.burn_in = burn_in
         self.thin = thin
         self.max_components = max_components
+        self.moves = moves
         self.estimate = estimate
         self.init = init
         self.init_noise = init_noise
@@ -92,13 +96,15 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         self.samples_ = sample_mixture(
             self.model_, jax.random.PRNGKey(int(self.random_state)), n_chains=self.n_chains,
             n_iterations=self.n_iterations, burn_in=self.burn_in, thin=thin,
-            max_components=self.max_components, init_beta="self" if warm else "random",
+            max_components=self.max_components, moves=tuple(self.moves),
+            init_beta="self" if warm else "random",
             init_labels=start, init_noise=float(self.init_noise) if warm else 0.0)
         self.posterior_mean_ = posterior_mean_labels(self.samples_)
         self.map_labels_, self.map_log_joint_, _ = map_estimate(self.model_, self.samples_)
         self.acceptance_ = {
             "resample": float(np.mean(self.samples_.resample_accepted)),
             "relabel": float(np.mean(self.samples_.relabel_accepted)),
+            "split_merge": float(np.mean(self.samples_.split_merge_accepted)),
         }
         if self.estimate == "map":
             return np.eye(n_classes)[self.map_labels_]

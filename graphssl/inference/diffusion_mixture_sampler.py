@@ -2,7 +2,9 @@
 
 One iteration (Walder Sec. 5) = a blocked Gibbs sweep (:func:`gibbs_sweep`) + one attempt of
 the component re-sampling move (:func:`resample_component_move`, Sec. 4.1) + one attempt of
-the component re-labelling move (:func:`relabel_components_move`, Sec. 4.2). All functions are
+the component re-labelling move (:func:`relabel_components_move`, Sec. 4.2); optionally more
+attempts of each, and of a split-merge move of components (:func:`split_merge_move`, not in
+the paper; it creates and removes components in one step). All functions are
 pure and jit/vmap-able; :func:`sample_mixture` runs chains with ``lax.scan`` inside ``vmap``
 over chains and, for a model whose leaves carry a leading axis, over splits too.
 
@@ -11,6 +13,8 @@ The per-site update keeps the sufficient statistics of
 sweep costs O(m^2 C) instead of the O(m^3 C) of re-evaluating the joint at every site.
 The sweep is a systematic scan over nodes 0..m-1: each site update is an exact draw from a
 full conditional, hence leaves the joint invariant, and so does their composition.
+The Gibbs sweep lives in :mod:`graphssl.inference.diffusion_mixture_gibbs`, the MH moves in
+:mod:`graphssl.inference.diffusion_mixture_moves`; they are re-exported here.
 """
 
 from __future__ import annotations
@@ -23,14 +27,21 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from graphssl.inference.diffusion_mixture_gibbs import (
+    MixtureState,
+    _inverse_cdf,  # noqa: F401  (re-exported for tests)
+    gibbs_sweep,
+    init_state,
+    map_refine,
+)
+from graphssl.inference.diffusion_mixture_moves import (
+    relabel_components_move,
+    resample_component_move,
+    split_merge_move,
+)
 from graphssl.models.diffusion_mixture import (
     DirichletDiffusionMixture,
-    MixtureStats,
-    add_site,
-    class_log_weights,
-    log_joint_delta,
     log_joint_terms,
-    remove_site,
     sufficient_statistics,
 )
 
@@ -41,6 +52,8 @@ __all__ = [
     "gibbs_sweep",
     "resample_component_move",
     "relabel_components_move",
+    "split_merge_move",
+    "move_counts",
     "iteration",
     "map_refine",
     "map_estimate",
@@ -52,233 +65,21 @@ __all__ = [
 ]
 
 
-class MixtureState(NamedTuple):
-    """One chain: labels ``y`` int32[m], centres ``beta`` int32[m], their ``stats``."""
-
-    y: jax.Array
-    beta: jax.Array
-    stats: MixtureStats
-
-
-def init_state(model: DirichletDiffusionMixture, key, y=None, beta=None,
-               init_beta: str = "random") -> MixtureState:
-    """Start state: observed labels clamped; unobserved ``y_i ~ eta`` unless given (distinct
-    keys give chains started apart); ``beta`` given, or ``init_beta="random"`` (uniform over
-    vertices) or ``"self"`` (``beta_i = i``: every point its own centre)."""
-    m = model.n_nodes
-    k_y, k_b = jax.random.split(key)
-    if y is None:
-        y = jax.random.categorical(k_y, model.log_eta, shape=(m,))
-    y = jnp.where(model.observed, model.labels, jnp.asarray(y)).astype(jnp.int32)
-    if beta is None and init_beta == "self":
-        beta = jnp.arange(m)
-    elif beta is None and init_beta == "random":
-        beta = jax.random.randint(k_b, (m,), 0, m)
-    elif beta is None:
-        raise ValueError(f"init_beta: use 'random' or 'self', got {init_beta!r}")
-    beta = jnp.asarray(beta, jnp.int32)
-    return MixtureState(y, beta, sufficient_statistics(model, y, beta))
-
-
-# ----------------------------------------------------------------------------- Gibbs
-
-
-def _inverse_cdf(weights, u):
-    """Index k with prob weights[k] / sum(weights) from one uniform u, in O(n).
-
-    XLA's cumsum on CPU costs O(n^2) (reduce-window), so long vectors are cut into about
-    sqrt(n) blocks: prefix sums of the block totals and of the chosen block are small
-    lower-triangular mat-vecs (O(n) in all)."""
-    n = weights.shape[0]
-    if n <= 16:
-        cum = jnp.cumsum(weights)
-        return jnp.minimum(jnp.sum(cum <= u * cum[-1]), n - 1).astype(jnp.int32)
-    width = int(np.ceil(np.sqrt(n)))
-    n_blocks = -(-n // width)
-    blocks = jnp.pad(weights, (0, n_blocks * width - n)).reshape(n_blocks, width)
-    tri_b = jnp.tril(jnp.ones((n_blocks, n_blocks), weights.dtype))
-    tri_w = jnp.tril(jnp.ones((width, width), weights.dtype))
-    cum_blocks = tri_b @ jnp.sum(blocks, axis=1)
-    target = u * cum_blocks[-1]
-    b = jnp.minimum(jnp.sum(cum_blocks <= target), n_blocks - 1)
-    before = jnp.where(b > 0, cum_blocks[jnp.maximum(b - 1, 0)], 0.0)
-    row = blocks[b]
-    cum_row = tri_w @ row
-    j = jnp.sum(cum_row <= target - before)
-    # float rounding can step past the block's last positive weight: clamp onto it
-    last = jnp.max(jnp.where(row > 0, jnp.arange(width), 0))
-    return jnp.minimum(b * width + jnp.minimum(j, last), n - 1).astype(jnp.int32)
-
-
-def _site_update(model, greedy: bool, carry, inputs):
-    """Blocked update of (y_i, beta_i) from Eq. (7); beta_i alone when node i is observed.
-
-    The conditional factorises as ``p(y | rest) p(beta | y, rest)`` with
-    ``p(y | rest) ∝ A_y sum_l (c'_{y,l} + a/m) D[i, l]`` (``A_y`` = :func:`class_log_weights`)
-    and ``p(beta = l | y, rest) ∝ (c'_{y,l} + a/m) D[i, l]``: y is drawn first, then beta,
-    from two uniforms, in linear space with ``A_y`` max-normalised (no overflow at any gamma).
-    ``greedy`` takes the joint argmax instead (MAP refinement, Sec. 5).
-    """
-    y, beta, stats = carry
-    i, u_y, u_b = inputs
-    y_old, b_old = y[i], beta[i]
-    removed = remove_site(model, stats, i, y_old, b_old)
-    a = class_log_weights(model, removed, i)
-    comp = (removed.component_counts.astype(model.alpha.dtype) + model.alpha / model.n_nodes)
-    comp = comp * model.diffusion_scaled[i][None, :]
-    log_py = a + jnp.log(jnp.sum(comp, axis=1))
-    probs = jax.nn.softmax(log_py)
-    if greedy:
-        best = a + jnp.log(jnp.max(comp, axis=1))
-        y_new = jnp.argmax(best).astype(jnp.int32)
-        b_new = jnp.argmax(comp[y_new]).astype(jnp.int32)
-    else:
-        y_new = _inverse_cdf(probs, u_y)
-        b_new = _inverse_cdf(comp[y_new], u_b)
-    stats = add_site(model, removed, i, y_new, b_new)
-    return (y.at[i].set(y_new), beta.at[i].set(b_new), stats), probs
-
-
-def gibbs_sweep(model, key, state: MixtureState, greedy: bool = False):
-    """One systematic-scan sweep of Eq. (7) over all nodes (``lax.scan``).
-
-    Returns ``(state, class_probs float[m, C])`` where ``class_probs[i] = p(y_i | rest)`` at
-    node i's update (a Rao–Blackwellised posterior-mean estimate; one-hot on observed nodes).
-    The Laplacian statistics are recomputed at the start so float rounding never accumulates.
-    """
-    m = model.n_nodes
-    stats = sufficient_statistics(model, state.y, state.beta)
-    u = jax.random.uniform(key, (2, m), dtype=model.alpha.dtype)
-    (y, beta, stats), probs = lax.scan(
-        partial(_site_update, model, greedy),
-        (state.y, state.beta, stats),
-        (jnp.arange(m), u[0], u[1]),
-    )
-    return MixtureState(y, beta, stats), probs
-
-
-# ----------------------------------------------------------------------------- MH moves
-
-
-def _uniform_pick(key, mask):
-    """Uniform index among ``mask`` (any index when the mask is empty; check ``mask.any()``)."""
-    logits = jnp.where(mask, 0.0, -jnp.inf)
-    return jax.random.categorical(key, jnp.where(mask.any(), logits, 0.0)).astype(jnp.int32)
-
-
-def resample_component_move(model, key, state: MixtureState):
-    """Mixture-component re-sampling (Walder Sec. 4.1): move C_{j,l} to an empty centre l'.
-
-    Proposal: pick a node uniformly, so (j, l) = (y, beta) of that node is picked with
-    probability c_{j,l} / m (step 1); pick l' from ``E_j ∪ {l}`` with probability
-    ``D[l', l] / Z_l``, ``Z_l = sum_{l'' in E_j ∪ {l}} D[l'', l]`` (step 2); set
-    ``beta_i <- l'`` for all i in C_{j,l}.
-
-    Detailed balance. The reverse move picks the moved component (same count c_{j,l}, same
-    probability c_{j,l} / m) and proposes l from ``E'_j ∪ {l'}``, where
-    ``E'_j = E_j \\ {l'} ∪ {l}``; so ``E'_j ∪ {l'} = E_j ∪ {l}``: the same candidate set, now
-    weighted by ``D[., l']``. Class counts, p_BAL, p_MRF and the multiset of component counts
-    (hence p_DM, Eq. 6) are unchanged, so the target ratio is the likelihood ratio and
-
-        A = D[l, l'] / D[l', l] * Z_l / Z_l' * prod_{i in C_jl} D[i, l'] / D[i, l].
-
-    Walder's ratio omits ``Z_l / Z_l'``; it is needed whenever the candidate set is not all
-    vertices (tested by exact enumeration). Returns ``(state, accepted)``.
-    """
-    k_node, k_target, k_u = jax.random.split(key, 3)
-    m = model.n_nodes
-    y, beta, stats = state
-    node = jax.random.randint(k_node, (), 0, m)
-    j, l = y[node], beta[node]
-    candidates = (stats.component_counts[j] == 0) | (jnp.arange(m) == l)
-    log_d = model.log_diffusion
-    fwd = jnp.where(candidates, log_d[:, l], -jnp.inf)
-    l_new = jax.random.categorical(k_target, fwd).astype(jnp.int32)
-    rev = jnp.where(candidates, log_d[:, l_new], -jnp.inf)
-    members = (y == j) & (beta == l)
-    log_lik = jnp.sum(jnp.where(members, log_d[:, l_new] - log_d[:, l], 0.0))
-    log_ratio = (log_d[l, l_new] - log_d[l_new, l]
-                 + jax.nn.logsumexp(fwd) - jax.nn.logsumexp(rev) + log_lik)
-    accept = (l_new != l) & (jnp.log(jax.random.uniform(k_u, dtype=log_d.dtype)) < log_ratio)
-    beta_new = jnp.where(accept & members, l_new, beta)
-    comp = stats.component_counts
-    count = comp[j, l]
-    comp = comp.at[j, l].add(jnp.where(accept, -count, 0)).at[j, l_new].add(
-        jnp.where(accept, count, 0))
-    return MixtureState(y, beta_new, stats._replace(component_counts=comp)), accept
-
-
-def relabel_components_move(model, key, state: MixtureState, max_components: int = 2):
-    """Mixture-component re-labelling of up to R components (Walder Sec. 4.2).
-
-    Proposal (auxiliary variables a): r ~ U{1..R}; for t = 1..r pick an unobserved node
-    uniformly among those not yet selected, its *unobserved block*
-    ``B_t = {i unobserved : y_i = j_t, beta_i = l_t}`` (so blocks are chosen without
-    replacement with probability proportional to their sizes, step 2); draw
-    ``y'_t ~ eta`` (step 3); set ``y_i <- y'_t`` on B_t (step 4). Observed nodes are never
-    relabelled (their labels are clamped), so blocks count unobserved nodes only.
-
-    Detailed balance (involutive MH). Map ``(y, a) -> (y*, a*)`` with a* = the same r, the
-    same order, blocks identified by ``(y'_t, l_t)`` and new labels ``j_t``. This map is an
-    involution whenever every moved block is, after the move, a *whole* unobserved block
-    ``{i unobserved : y*_i = y'_t, beta_i = l_t}``; otherwise the reverse proposal cannot
-    produce y and the move is rejected. When it holds, the block sizes and the total number
-    of unobserved nodes are the same before and after, so the selection probabilities cancel
-    and the label proposals leave ``prod_t eta_{j_t} / eta_{y'_t}``:
-
-        A = p(y*, beta) / p(y, beta) * prod_{t <= r} eta_{j_t} / eta_{y'_t}.
-
-    The target ratio includes p_BAL, p_MRF *and* p_DM (Eq. 6: relabelling moves counts
-    between c_{j,l} and c_{j',l}); Walder's ratio shows only the first two, and his proposal
-    weight w raises the eta ratio to the power c_{j,l}. Returns ``(state, accepted)``.
-    """
-    m = model.n_nodes
-    keys = jax.random.split(key, 2 * max_components + 2)
-    y, beta, stats = state
-    unobserved = ~model.observed
-    r = jax.random.randint(keys[0], (), 1, max_components + 1)
-    selected = jnp.zeros((m,), bool)
-    y_new = y
-    log_q = jnp.zeros((), model.alpha.dtype)
-    feasible = jnp.array(True)
-    targets = []
-    for t in range(max_components):
-        active = t < r
-        available = unobserved & ~selected
-        feasible = feasible & (available.any() | ~active)
-        node = _uniform_pick(keys[2 + 2 * t], available)
-        j_t, l_t = y[node], beta[node]
-        block = available & (y == j_t) & (beta == l_t) & active
-        label = jax.random.categorical(keys[3 + 2 * t], model.log_eta).astype(jnp.int32)
-        selected = selected | block
-        y_new = jnp.where(block, label, y_new)
-        log_q = log_q + jnp.where(active, model.log_eta[j_t] - model.log_eta[label], 0.0)
-        targets.append((active, label, l_t, jnp.sum(block)))
-    valid = feasible
-    for active, label, l_t, size in targets:
-        whole = jnp.sum(unobserved & (y_new == label) & (beta == l_t)) == size
-        valid = valid & (whole | ~active)
-    new_stats = sufficient_statistics(model, y_new, beta)
-    log_ratio = log_joint_delta(log_joint_terms(model, y_new, beta, new_stats),
-                                log_joint_terms(model, y, beta, stats)) + log_q
-    accept = valid & (jnp.log(jax.random.uniform(keys[1], dtype=log_q.dtype)) < log_ratio)
-    pick = lambda a, b: jnp.where(accept, a, b)  # noqa: E731
-    return MixtureState(pick(y_new, y), beta, jax.tree.map(pick, new_stats, stats)), accept
-
-
 # ----------------------------------------------------------------------------- iteration
 
 
 class IterationInfo(NamedTuple):
-    """Per-iteration record: ``energy`` (-log joint), move acceptances, permutation-invariant
-    summaries (``n_components`` occupied (j, l) pairs; ``edge_agreement`` = weighted fraction
-    of graph edges whose ends share a label, a co-assignment statistic)."""
+    """Per-iteration record: ``energy`` (-log joint), the fraction of each move's attempts
+    accepted, permutation-invariant summaries (``n_components`` occupied (j, l) pairs;
+    ``edge_agreement`` = weighted fraction of graph edges whose ends share a label, a
+    co-assignment statistic)."""
 
     energy: jax.Array
     resample_accepted: jax.Array
     relabel_accepted: jax.Array
     n_components: jax.Array
     edge_agreement: jax.Array
+    split_merge_accepted: jax.Array
 
 
 def _edge_agreement(model, y):
@@ -287,49 +88,56 @@ def _edge_agreement(model, y):
     return jnp.sum(w * same) / jnp.maximum(jnp.sum(w), 1e-30)
 
 
-def iteration(model, key, state: MixtureState, max_components: int = 2,
-              moves: tuple[bool, bool] = (True, True)):
-    """One iteration of Walder Sec. 5: Gibbs sweep, then one attempt of each MH move.
+def move_counts(moves) -> tuple[int, int, int]:
+    """Attempts per iteration ``(resample, relabel, split_merge)`` from ``moves``: a tuple of
+    two or three bools / non-negative ints (a missing third entry is 0)."""
+    counts = tuple(int(x) for x in moves) + (0,) * (3 - len(tuple(moves)))
+    if len(counts) != 3 or min(counts) < 0:
+        raise ValueError(f"moves: give 2 or 3 non-negative attempt counts, got {moves}")
+    return counts
 
-    Returns ``(state, class_probs [m, C], info)``; ``moves`` switches the two moves off for
-    ablations and tests.
+
+def _attempts(move, n: int, key, state, dtype):
+    """``n`` successive attempts of ``move(key, state) -> (state, accepted)``; returns the
+    state and the fraction accepted (one attempt uses ``key`` itself)."""
+    if n == 0:
+        return state, jnp.zeros((), dtype)
+    if n == 1:
+        state, acc = move(key, state)
+        return state, acc.astype(dtype)
+
+    def body(state, key):
+        state, acc = move(key, state)
+        return state, acc
+
+    state, acc = lax.scan(body, state, jax.random.split(key, n))
+    return state, jnp.mean(acc.astype(dtype))
+
+
+def iteration(model, key, state: MixtureState, max_components: int = 2,
+              moves: tuple = (True, True)):
+    """One iteration of Walder Sec. 5: Gibbs sweep, then attempts of each MH move.
+
+    ``moves = (n_resample, n_relabel[, n_split_merge])`` attempts per iteration (bools read
+    as 0 / 1; the paper's iteration is ``(1, 1, 0)``); each attempt leaves the joint
+    invariant, so any counts give a valid kernel. Returns ``(state, class_probs [m, C],
+    info)``.
     """
-    k_sweep, k_res, k_rel = jax.random.split(key, 3)
+    n_res, n_rel, n_sm = move_counts(moves)
+    k_sweep, k_res, k_rel, k_sm = jax.random.split(key, 4)
+    dtype = model.alpha.dtype
     state, probs = gibbs_sweep(model, k_sweep, state)
-    acc_res = acc_rel = jnp.array(False)
-    if moves[0]:
-        state, acc_res = resample_component_move(model, k_res, state)
-    if moves[1]:
-        state, acc_rel = relabel_components_move(model, k_rel, state, max_components)
+    state, acc_sm = _attempts(partial(split_merge_move, model), n_sm, k_sm, state, dtype)
+    state, acc_res = _attempts(partial(resample_component_move, model), n_res, k_res, state,
+                               dtype)
+    relabel = partial(relabel_components_move, model, max_components=max_components)
+    state, acc_rel = _attempts(relabel, n_rel, k_rel, state, dtype)
     terms = log_joint_terms(model, state.y, state.beta, state.stats)
     energy = -sum(jnp.sum(t) for t in terms)
     info = IterationInfo(energy, acc_res, acc_rel,
                          jnp.sum(state.stats.component_counts > 0),
-                         _edge_agreement(model, state.y))
+                         _edge_agreement(model, state.y), acc_sm)
     return state, probs, info
-
-
-# ----------------------------------------------------------------------------- MAP
-
-
-def map_refine(model, state: MixtureState, max_sweeps: int = 50):
-    """MAP refinement of Walder Sec. 5: sweep the Gibbs conditionals, setting each unobserved
-    (beta_i, y_i) pair jointly (and each observed beta_i) to its conditional argmax, until no
-    site changes. Each step maximises the joint over one block, so the joint never decreases.
-    Returns ``(state, n_sweeps)``."""
-
-    def cond(carry):
-        _, changed, sweeps = carry
-        return changed & (sweeps < max_sweeps)
-
-    def body(carry):
-        state, _, sweeps = carry
-        new, _ = gibbs_sweep(model, jax.random.PRNGKey(0), state, greedy=True)
-        changed = jnp.any(new.y != state.y) | jnp.any(new.beta != state.beta)
-        return new, changed, sweeps + 1
-
-    state, _, sweeps = lax.while_loop(cond, body, (state, jnp.array(True), 0))
-    return state, sweeps
 
 
 # ----------------------------------------------------------------------------- driver
@@ -339,7 +147,8 @@ class MixtureSamples(NamedTuple):
     """Output of :func:`sample_mixture` (leading axes: [splits,] chains).
 
     ``labels`` int8[..., draws, m] thinned label draws; ``energy``, ``resample_accepted``,
-    ``relabel_accepted``, ``n_components``, ``edge_agreement`` [..., iterations];
+    ``relabel_accepted``, ``n_components``, ``edge_agreement``, ``split_merge_accepted``
+    [..., iterations] (acceptances: the fraction of that iteration's attempts accepted);
     ``class_probs`` float[..., m, C] Rao–Blackwellised posterior class marginals;
     ``map_y``, ``map_beta``, ``map_log_joint``: the most probable state visited per chain;
     ``final_state``: the last :class:`MixtureState` (resume from it).
@@ -351,6 +160,7 @@ class MixtureSamples(NamedTuple):
     relabel_accepted: jax.Array
     n_components: jax.Array
     edge_agreement: jax.Array
+    split_merge_accepted: jax.Array
     class_probs: jax.Array
     map_y: jax.Array
     map_beta: jax.Array
@@ -390,6 +200,7 @@ def _run_chain(model, key, state, n_iterations, burn_in, thin, max_components, m
     infos = jax.tree.map(lambda x: x.reshape((n_draws * thin,) + x.shape[2:]), infos)
     return MixtureSamples(labels, infos.energy, infos.resample_accepted,
                           infos.relabel_accepted, infos.n_components, infos.edge_agreement,
+                          infos.split_merge_accepted,
                           prob_sum / (n_draws * thin), best[0], best[1], best[2], state)
 
 
@@ -421,7 +232,7 @@ def _sample_jit(model, key, n_chains, n_iterations, burn_in, thin, max_component
 
 def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
                    n_iterations: int = 1000, burn_in: int = 100, thin: int = 1,
-                   max_components: int = 2, moves: tuple[bool, bool] = (True, True),
+                   max_components: int = 2, moves: tuple = (True, True),
                    init_beta: str = "random", init_labels=None, init_noise: float = 0.0):
     """Run ``n_chains`` chains of Walder's sampler (fully JIT-compiled, vmapped over chains).
 
@@ -432,7 +243,9 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
     labels instead, with a fraction ``init_noise`` of them redrawn from eta per chain (the
     paper does not say how its chains started; a warm start matters with short chains).
     ``n_iterations`` is rounded down to a multiple of ``thin``; ``max_components`` is R of
-    Sec. 4.2; ``init_beta`` see :func:`init_state`. Returns :class:`MixtureSamples`.
+    Sec. 4.2; ``moves`` = attempts per iteration of (re-sampling, re-labelling[,
+    split-merge]) moves, see :func:`iteration`; ``init_beta`` see :func:`init_state`.
+    Returns :class:`MixtureSamples`.
     """
     for name, value in (("n_chains", n_chains), ("n_iterations", n_iterations),
                         ("thin", thin), ("max_components", max_components)):
@@ -453,7 +266,7 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
     if not 0.0 <= init_noise <= 1.0:
         raise ValueError(f"init_noise: a fraction in [0, 1], got {init_noise}")
     return _sample_jit(model, key, int(n_chains), int(n_iterations), int(burn_in), int(thin),
-                       int(max_components), tuple(bool(x) for x in moves), init_beta,
+                       int(max_components), move_counts(moves), init_beta,
                        init_labels, jnp.asarray(init_noise, model.alpha.dtype))
 
 
@@ -519,6 +332,7 @@ def as_label_samples(samples: MixtureSamples, n_classes: int) -> LabelSamples:
         energy=at_draws(samples.energy),
         stats={"resample_accepted": at_draws(samples.resample_accepted),
                "relabel_accepted": at_draws(samples.relabel_accepted),
+               "split_merge_accepted": at_draws(samples.split_merge_accepted),
                "n_components": at_draws(samples.n_components),
                "edge_agreement": at_draws(samples.edge_agreement)},
         map_labels=np.asarray(samples.map_y[best]),

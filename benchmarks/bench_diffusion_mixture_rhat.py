@@ -1,0 +1,131 @@
+"""Do chains of Walder's sampler started apart agree on Digit1? R-hat vs iterations and moves.
+
+Digit1, split 0 with 10 labels, the 10-label protocol of Walder Sec. 5 (k = 10, tau = 5,
+alpha = 0.5, eta uniform), gamma = 0.8. Four chains started apart: Parzen-window labels with
+10 % of them redrawn from eta per chain, centres beta_i = i (``--init parzen``), or labels
+~ eta and random centres (``--init random``). For each move setting (attempts per iteration
+of re-sampling, re-labelling, split-merge; ``1,1,0`` is the paper's iteration) it records,
+in one process so the settings share the machine's load:
+
+* rank-normalised split R-hat (ArviZ) and bulk ESS of the permutation-invariant energy,
+  number of occupied components, weighted edge agreement (every post-burn-in iteration);
+  of the co-assignment indicators ``[y_a = y_b]`` of 20 random node pairs and the sorted
+  class sizes (thinned draws, :func:`graphssl.diagnostics.convergence_summary`);
+* the same R-hats on the second half only (is the first half still burn-in?);
+* the per-chain test accuracy of the draws (do chains sit in different label states?);
+* iterations per second (compile excluded) with the load average before and after.
+
+Usage::
+
+    python benchmarks/bench_diffusion_mixture_rhat.py [--iterations N] [--burn-in B]
+        [--moves 1,1,0 1,2,20] [--init parzen]
+
+Writes ``benchmarks/results/bench_diffusion_mixture_rhat.json`` and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import time
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+import numpy as np
+from bench_diffusion_mixture import RESULTS, Diffusions, load, parzen_scores
+
+from graphssl import diagnostics
+from graphssl.inference import diffusion_mixture_sampler as dms
+from graphssl.models.diffusion_mixture import DirichletDiffusionMixture
+
+
+def _rhat_ess(x):
+    x = np.asarray(x, np.float64)
+    return float(az.rhat(x)), float(az.ess(x))
+
+
+def run(model, parzen, y, test, moves, args):
+    static = dict(n_chains=4, n_iterations=args.iterations, burn_in=args.burn_in,
+                  thin=args.thin, max_components=2, moves=moves,
+                  init_beta="self" if args.init == "parzen" else "random")
+    init = jnp.asarray(parzen, jnp.int32) if args.init == "parzen" else None
+    noise = jnp.asarray(0.1 if args.init == "parzen" else 0.0, model.alpha.dtype)
+    key = jax.random.PRNGKey(args.seed)
+    t = time.perf_counter()
+    compiled = dms._sample_jit.lower(model, key, init_labels=init, init_noise=noise,
+                                     **static).compile()
+    compile_s = time.perf_counter() - t
+    load_before = os.getloadavg()
+    t = time.perf_counter()
+    s = jax.block_until_ready(compiled(model, key, init_labels=init, init_noise=noise))
+    run_s = time.perf_counter() - t
+    load_after = os.getloadavg()
+    half = args.iterations // 2
+    rec = dict(moves=list(moves), iterations=args.iterations, burn_in=args.burn_in,
+               compile_seconds=compile_s, run_seconds=run_s,
+               iterations_per_second=(args.iterations + args.burn_in) / run_s,
+               loadavg_before=load_before, loadavg_after=load_after,
+               acceptance={k: float(np.mean(getattr(s, f"{k}_accepted")))
+                           for k in ("resample", "relabel", "split_merge")})
+    for name in ("energy", "n_components", "edge_agreement"):
+        x = np.asarray(getattr(s, name), np.float64)
+        rec[name] = dict(zip(("rhat", "ess"), _rhat_ess(x), strict=True))
+        rec[name]["rhat_second_half"] = _rhat_ess(x[:, half:])[0]
+        rec[name]["chain_means"] = x.mean(axis=1).tolist()
+    conv = diagnostics.convergence_summary(dms.as_label_samples(s, model.n_classes))
+    for name in ("coassignment", "class_sizes"):
+        r = np.asarray(conv[name]["rhat"])
+        rec[name] = dict(max_rhat=float(np.max(r)) if r.size else None,
+                         min_ess=float(np.min(conv[name]["ess"])) if r.size else None)
+    labels = np.asarray(s.labels)
+    acc = (labels[..., test] == y[test]).mean(axis=-1)
+    rec["chain_accuracy"] = acc.mean(axis=1).tolist()
+    post = dms.posterior_mean_labels(s).argmax(axis=1)
+    rec["posterior_mean_accuracy"] = float(np.mean(post[test] == y[test]))
+    return rec
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--iterations", type=int, default=4000)
+    p.add_argument("--burn-in", type=int, default=1000)
+    p.add_argument("--thin", type=int, default=10)
+    p.add_argument("--moves", nargs="+", default=["1,1,0", "1,2,20"])
+    p.add_argument("--init", default="parzen", choices=("parzen", "random"))
+    p.add_argument("--gamma", type=float, default=0.8)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", default=str(RESULTS / "bench_diffusion_mixture_rhat.json"))
+    args = p.parse_args()
+    X, y, splits = load("digit1")
+    lab_idx = splits[10][0]
+    labels = np.full(y.size, -1)
+    labels[lab_idx] = y[lab_idx]
+    diff = Diffusions(X)
+    D = diff.pmfs(10, 5.0)
+    eta = np.full(2, 0.5)
+    parzen = parzen_scores(D, labels, eta).argmax(axis=1)
+    model = DirichletDiffusionMixture.create(diff.graph(10), labels, 2, alpha=0.5,
+                                             gamma=args.gamma, diffusion=D)
+    test = labels < 0
+    out = dict(device=str(jax.devices()[0]), settings=vars(args),
+               parzen_accuracy=float(np.mean(parzen[test] == y[test])), runs=[])
+    for moves in args.moves:
+        counts = tuple(int(v) for v in moves.split(","))
+        rec = run(model, parzen, y, test, counts, args)
+        out["runs"].append(rec)
+        print(f"moves {counts}: {rec['iterations_per_second']:.1f} it/s (4 chains, load "
+              f"{rec['loadavg_before'][0]:.1f}); R-hat energy {rec['energy']['rhat']:.3f} "
+              f"(2nd half {rec['energy']['rhat_second_half']:.3f}), n_components "
+              f"{rec['n_components']['rhat']:.3f}, edge agreement "
+              f"{rec['edge_agreement']['rhat']:.3f}, co-assignment max "
+              f"{rec['coassignment']['max_rhat']:.3f}; ESS(energy) {rec['energy']['ess']:.0f}; "
+              f"chain accuracy {np.round(rec['chain_accuracy'], 3).tolist()}; posterior mean "
+              f"{rec['posterior_mean_accuracy']:.3f}", flush=True)
+        pathlib.Path(args.out).write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
