@@ -28,6 +28,7 @@ __all__ = [
     "label_init",
     "metropolis_hastings",
     "sample_categorical",
+    "sample_categorical_columns",
     "clamp",
 ]
 
@@ -81,6 +82,28 @@ def sample_categorical(key: jax.Array, logits: jax.Array) -> jax.Array:
     u = jax.random.uniform(key, logits.shape[:-1], dtype=cdf.dtype) * cdf[..., -1]
     draw = jnp.sum((cdf <= u[..., None]).astype(jnp.int32), axis=-1)
     return jnp.minimum(draw, logits.shape[-1] - 1)
+
+
+def sample_categorical_columns(key: jax.Array, logits: jax.Array) -> jax.Array:
+    """One draw per column of class-major ``logits [q, m]`` by inverse CDF, ``int32[m]``.
+
+    Same law as :func:`sample_categorical` on ``logits.T`` (one uniform per column, shifted
+    by the column maximum so large logits never overflow), but the cumulative sum is
+    unrolled over the ``q`` rows: every operation is elementwise over the ``m`` columns, so
+    it fuses and vectorises on CPU (``jnp.cumsum`` lowers to a windowed reduction there).
+    ``draw = #{c < q - 1 : e_0 + ... + e_c <= u}``, ``u ~ U[0, sum_c e_c)``,
+    ``e_c = exp(logits_c - max)``.
+    """
+    q = logits.shape[0]
+    e = jnp.exp(logits - jnp.max(logits, axis=0))
+    cums = [e[0]]
+    for c in range(1, q):
+        cums.append(cums[-1] + e[c])
+    u = jax.random.uniform(key, logits.shape[1:], dtype=e.dtype) * cums[-1]
+    draw = jnp.zeros(logits.shape[1:], jnp.int32)
+    for cum in cums[:-1]:
+        draw = draw + (cum <= u).astype(jnp.int32)
+    return draw
 
 
 def _merge(infos: list[dict]) -> dict:

@@ -131,6 +131,16 @@ class PottsModel:
         """``log P(s_i = c | s_-i) + const = beta (theta_ic + sum_j W_ij [s_j = c])``."""
         return self.beta * (self.field[nodes] + self.neighbor_label_weights(labels, nodes))
 
+    def pairwise_tables(self) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """The conditionals as tables: ``(neighbor_index int32[n, d_max], coupling float[n,
+        d_max], unary float[n, q])`` with ``conditional_logits(labels, i)_c = unary_ic +
+        sum_d coupling_id [labels[neighbor_index_id] = c]`` (coupling = beta W, padded with
+        0; unary = beta theta). Optional fast path of ``chromatic_gibbs`` (its bucketed
+        layout reads only the first ``degree`` columns of each row); a subclass that changes
+        ``conditional_logits`` must change this too.
+        """
+        return self.neighbor_index, self.beta * self.neighbor_weight, self.beta * self.field
+
     def coupling_graph(self) -> Graph:
         """Effective couplings ``J_ij = beta W_ij`` (bond probability 1 - exp(-J_ij))."""
         return dataclasses.replace(self.graph, weights=self.beta * self.graph.weights)

@@ -1,11 +1,14 @@
 """Gibbs kernels (Zhu & Ghahramani Sec. 3.2) against exact enumeration."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from graphssl.inference import chromatic_gibbs, sample_chains
-from graphssl.inference.gibbs import color_classes, greedy_coloring
+from graphssl.inference.gibbs import bucket_logits, color_classes, degree_buckets, greedy_coloring
+from graphssl.inference.kernels import sample_categorical_columns
+from graphssl.models.potts import PottsModel
 
 from .conftest import BURN_IN, N_CHAINS, N_SAMPLES, VARIANTS, assert_matches_exact, random_graph
 
@@ -42,3 +45,69 @@ def test_greedy_coloring_is_proper():
         assert sum(c.size for c in classes) == graph.n_nodes
     with pytest.raises(ValueError, match="proper colouring"):
         chromatic_gibbs(graph, colors=np.zeros(graph.n_nodes, int))
+
+
+@pytest.fixture(scope="module")
+def padded_kernel(models):
+    return chromatic_gibbs(models[(False, False)].graph, layout="padded")
+
+
+def test_padded_layout_matches_enumeration(padded_kernel, models, exact):
+    """The old per-colour path (kept for comparison and for models without tables)."""
+    for variant in VARIANTS:
+        samples = sample_chains(padded_kernel, models[variant], jax.random.key(12),
+                                n_chains=N_CHAINS, n_samples=N_SAMPLES, burn_in=BURN_IN)
+        assert_matches_exact(samples, exact[variant])
+
+
+@pytest.mark.parametrize("q", [3, 6])
+def test_bucketed_table_reproduces_padded_conditionals(q):
+    """Degree buckets read only up to each bucket's width: same logits as the full padded
+    table (float64), and the buckets partition the nodes, one colour class at a time."""
+    rng = np.random.default_rng(q)
+    graph = random_graph(40, 0.25, seed=q)
+    model = PottsModel.create(graph, q, beta=0.7, field=rng.normal(size=(40, q)))
+    assert model.field.dtype == jnp.float64
+    labels = jnp.asarray(rng.integers(0, q, 40), jnp.int32)
+    colors = greedy_coloring(graph)
+    plan = degree_buckets(graph, colors, n_buckets=3, min_bucket_size=1)
+    rows_all = np.concatenate([rows for colour in plan for rows, _ in colour])
+    assert np.array_equal(np.sort(rows_all), np.arange(40))
+    degree = np.bincount(np.asarray(graph.senders), minlength=40)
+    _, coupling, unary = model.pairwise_tables()
+    widths = []
+    for colour in plan:
+        assert len({int(colors[r]) for rows, _ in colour for r in rows}) == 1
+        for rows, neighbours in colour:
+            assert neighbours.shape == (max(degree[rows].max(), 1), rows.size)
+            widths.append(neighbours.shape[0])
+            got = bucket_logits(labels, coupling, unary, rows, neighbours).T
+            want = model.conditional_logits(labels, jnp.asarray(rows))
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-12)
+    assert min(widths) < model.neighbor_index.shape[1]  # some bucket is narrower than d_max
+
+
+def test_sample_categorical_columns_law():
+    """Frequencies within 4 binomial standard errors of softmax, with huge logits (no
+    overflow) and a zero-probability class."""
+    logits = jnp.asarray([1000.0, 1000.0 + np.log(2.0), -jnp.inf, 999.0])
+    p = np.asarray(jax.nn.softmax(logits))
+    m = 200_000
+    draws = np.asarray(sample_categorical_columns(jax.random.key(3),
+                                                  jnp.tile(logits[:, None], (1, m))))
+    freq = np.bincount(draws, minlength=4) / m
+    se = np.sqrt(p * (1 - p) / m)
+    assert np.all(np.abs(freq - p) <= 4 * se + 1e-12)
+    assert freq[2] == 0.0
+
+
+def test_chromatic_layout_arguments(models):
+    graph = models[(False, False)].graph
+    with pytest.raises(ValueError, match="layout"):
+        chromatic_gibbs(graph, layout="csr")
+    with pytest.raises(ValueError, match="n_buckets"):
+        chromatic_gibbs(graph, n_buckets=0)
+    other = random_graph(graph.n_nodes, 0.6, seed=9)
+    kernel = chromatic_gibbs(other)
+    with pytest.raises(ValueError, match="model's own graph"):
+        kernel.init(models[(False, False)], jax.random.key(0))
