@@ -11,7 +11,8 @@ Three runs (``python benchmarks/bench_potts.py accuracy|kgrid|speed [options]``)
   row-normalised form (Eq. 9). Methods: ours grf (harmonic function), lgc (alpha 0.99),
   nmfA / nmfB (beta from Eq. 27, gamma = (1+q)/(2q) / 1; sequential mean field, tol 1e-3,
   t_max 10^4); peers on the same splits: scikit-learn LabelSpreading (kernel knn, k = log2 N,
-  its own graph) and GraphLearning laplace / poisson on our W. Beside each: the authors'
+  its own graph) and GraphLearning laplace / poisson on our W, solved per connected component
+  (``gl_by_component``). Beside each: the authors'
   mean from ``ssl_nmf_results.npz`` (``rl__<set>_<method>_acc``). Accuracy over all N nodes
   (the paper's transduction labels all of D) and over the unlabelled ones; AMI over all.
 * ``kgrid`` -- the k = 2..20 sweep of Sec. 6 at 2 % labels (the authors' ``k__...`` curves
@@ -21,7 +22,10 @@ Three runs (``python benchmarks/bench_potts.py accuracy|kgrid|speed [options]``)
   update), our GRF and LGC, scikit-learn LabelSpreading, in the same process; and on a
   N = 10^6 kNN graph (10 Gaussian classes in 5-D, k = log2 N = 19). Runs on the default JAX
   backend (GPU when present). The authors' own C/OpenMP times from the results file are
-  printed as a reference point.
+  printed as a reference point. The CPU run at N = 10^6 with the locality renumbering,
+  bytes per sweep and the bandwidth floor is ``bench_potts_large.py``; the ablations behind
+  the remaining accuracy gaps are ``bench_potts_gaps.py``; ``potts_tables.py`` prints the
+  per-data-set tables.
 
 Writes ``benchmarks/results/bench_potts_<run>.json`` and prints a table.
 """
@@ -106,30 +110,36 @@ def nmf(P, labels, q, preset, options):
                               "converged": bool(info.converged)}
 
 
-def method_table(X, W, P, W_sp, k, q, options):
-    # GraphLearning divides by the degree, and its Poisson solve needs a connected graph
-    # (CG on a singular system otherwise never stops): laplace runs on the nodes with a
-    # neighbour, poisson on the largest connected component; the nodes left out get
-    # class 0, as the argmax of our uniform rows of unreachable nodes does.
+def gl_by_component(cls, W_sp):
+    """A GraphLearning method run on each connected component that holds labels.
+
+    GraphLearning's solvers assume a connected graph (Poisson's CG on a singular system never
+    stops; one solve over several components lets the largest one decide). So each component
+    with labels of two or more classes gets its own solve (classes renumbered to the ones
+    present there), a component with one labelled class takes that class, and a component
+    without labels gets class 0, as the argmax of our uniform rows of unreachable nodes does.
+    """
     from scipy.sparse.csgraph import connected_components
 
     _, comp = connected_components(W_sp, directed=False)
-    largest = np.flatnonzero(comp == np.bincount(comp).argmax())
-    isolated = np.asarray(W_sp.sum(axis=1)).ravel() == 0
-    subsets = {"laplace": np.flatnonzero(~isolated), "poisson": largest}
 
-    def gl_method(cls, keep):
-        W_keep = W_sp[keep][:, keep].tocsr()
-        position = np.full(W_sp.shape[0], -1)
-        position[keep] = np.arange(keep.size)
+    def run(labels):
+        pred = np.zeros(labels.size, dtype=np.int64)
+        for c in np.unique(comp[labels >= 0]):
+            nodes = np.flatnonzero(comp == c)
+            idx = np.flatnonzero(labels[nodes] >= 0)
+            present = np.unique(labels[nodes][idx])
+            if present.size == 1:
+                pred[nodes] = present[0]
+                continue
+            local = np.searchsorted(present, labels[nodes][idx])
+            W_c = W_sp[nodes][:, nodes].tocsr()
+            pred[nodes] = present[cls(W_c).fit_predict(idx, local)]
+        return pred, {}
+    return run
 
-        def run(labels):
-            idx = np.flatnonzero((labels >= 0) & (position >= 0))
-            pred = np.zeros(labels.size, dtype=np.int64)
-            pred[keep] = cls(W_keep).fit_predict(position[idx], labels[idx])
-            return pred, {}
-        return run
 
+def method_table(X, W, P, W_sp, k, q, options):
     def sklearn_ls(labels):
         from sklearn.semi_supervised import LabelSpreading
 
@@ -148,8 +158,8 @@ def method_table(X, W, P, W_sp, k, q, options):
     try:
         import graphlearning as gl
 
-        table["gl_laplace"] = gl_method(gl.ssl.laplace, subsets["laplace"])
-        table["gl_poisson"] = gl_method(gl.ssl.poisson, subsets["poisson"])
+        table["gl_laplace"] = gl_by_component(gl.ssl.laplace, W_sp)
+        table["gl_poisson"] = gl_by_component(gl.ssl.poisson, W_sp)
     except ImportError:  # pragma: no cover
         pass
     return table
@@ -200,12 +210,17 @@ def run_accuracy(args, save):
                        **{key: float(np.mean([r[key] for r in runs]))
                           for key in ("acc", "acc_unlabelled", "acc_connected", "ami",
                                       "seconds")},
+                       "acc_se": float(np.std([r["acc"] for r in runs], ddof=1)
+                                       / np.sqrt(len(runs))) if len(runs) > 1 else None,
+                       "loadavg": os.getloadavg(),
                        "acc_min": float(min(r["acc"] for r in runs)),
                        "acc_max": float(max(r["acc"] for r in runs)), "runs": runs}
                 key = f"rl__{name}_{m}_acc"
                 if key in authors:
                     col = pct // 2 - 1
                     rec["authors_acc"] = float(authors[key][0, col])
+                    rec["authors_acc_max"] = float(authors[key][0, col] + authors[key][1, col])
+                    rec["authors_acc_min"] = float(authors[key][0, col] - authors[key][2, col])
                     rec["authors_ami"] = float(authors[f"rl__{name}_{m}_ami"][0, col])
                     rec["authors_seconds"] = float(authors[f"rl__{name}_{m}_time"][0, col])
                 records.append(rec)
