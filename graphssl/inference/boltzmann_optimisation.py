@@ -245,17 +245,22 @@ def adaptive_hill_climb(
         if moved < xtol:
             reason = "parameter change below xtol"
             break
-    info = dict(
-        iterations=it,
+    info = _ascent_info(oracle, it, reason, value, aux, float(jnp.linalg.norm(g)), history)
+    return unravel(flat), info
+
+
+def _ascent_info(oracle, iterations, reason, objective, aux, grad_norm, history) -> dict:
+    """The run summary both ascent loops return."""
+    return dict(
+        iterations=iterations,
         converged=reason != "max_iter",
         reason=reason,
-        objective=value,
+        objective=objective,
         log_likelihood=aux["log_likelihood"],
-        grad_norm=float(jnp.linalg.norm(g)),
+        grad_norm=grad_norm,
         history=history,
         n_evaluations=oracle.n_calls,
     )
-    return unravel(flat), info
 
 
 def optax_ascent(oracle: GradientOracle, theta0, optimizer=None, *, max_iter=300, gtol=1e-4):
@@ -277,17 +282,7 @@ def optax_ascent(oracle: GradientOracle, theta0, optimizer=None, *, max_iter=300
         neg = jax.tree_util.tree_map(jnp.negative, grad)
         updates, state = optimizer.update(neg, state, theta)
         theta = _project(oracle.prior, optax.apply_updates(theta, updates))
-    info = dict(
-        iterations=it,
-        converged=reason != "max_iter",
-        reason=reason,
-        objective=value,
-        log_likelihood=aux["log_likelihood"],
-        grad_norm=norm,
-        history=history,
-        n_evaluations=oracle.n_calls,
-    )
-    return theta, info
+    return theta, _ascent_info(oracle, it, reason, value, aux, norm, history)
 
 
 def fit(
