@@ -216,8 +216,12 @@ def main():
     print(f"  HM accuracy on U (median rule): {acc_hm:.4f} (full R), {acc_hm_sparse:.4f} "
           f"(top-{args.top_k} R)", flush=True)
 
+    # the GRF peer's CG runs where the HM runs: scipy on a CPU, JAX ("jax_cg") on a GPU
+    grf_method = "jax_cg" if args.device == "gpu" else "cg"
+    record["grf_method"] = grf_method
     scores, sinfo = timed(f"GRF solve: full graph N={args.n} (CG)", lambda: harmonic_function(
-        graph, labels, method="cg", maxiter=args.grf_maxiter, return_info=True), sync=False)
+        graph, labels, method=grf_method, maxiter=args.grf_maxiter, return_info=True),
+        sync=False)
     acc_grf = float(np.mean(median_threshold(scores[unl])[0] == y[unl]))
     record["grf"] = {"accuracy": acc_grf, "iterations": sinfo.iterations,
                      "converged": sinfo.converged, "residual": sinfo.residual}

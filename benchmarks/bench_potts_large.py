@@ -62,6 +62,18 @@ def copy_bandwidth(n_bytes=400_000_000, repeats=3):
     return 2 * a.nbytes / t
 
 
+def device_bandwidth(n_bytes=1_000_000_000, repeats=5):
+    """Bytes read + written per second by a jitted scale of a large float32 array on the
+    default JAX device (the GPU's memory bandwidth on an accelerator)."""
+    import jax.numpy as jnp
+
+    a = jnp.ones(n_bytes // 4, jnp.float32)
+    scale = jax.jit(lambda x: x * 1.0001)
+    jax.block_until_ready(scale(a))
+    _, t, _ = _best(lambda: scale(a), repeats)
+    return 2 * a.nbytes / t
+
+
 def iteration_bytes(n, d, q, itemsize=4):
     """Bytes one damped parallel iteration moves: read h, write and read phi, read the index
     (int32) and weight tables, read u and h again, write h; plus the n*d gathered rows of phi
@@ -73,11 +85,12 @@ def iteration_bytes(n, d, q, itemsize=4):
             "with_gathers_from_memory": streamed + n * d * q * itemsize}
 
 
-def run_mean_field(model, y, options, repeats):
+def run_mean_field(model, y, options, repeats, colors=None):
     # warm-up: the same executable (tol is traced, max_iter static), stopped after one sweep
     _, t_compile, _ = _best(lambda: naive_mean_field(
-        model, options=options._replace(tol=1e30))[0].fields, 1)
-    (sol, info), t, load = _best(lambda: naive_mean_field(model, options=options), repeats)
+        model, options=options._replace(tol=1e30), colors=colors)[0].fields, 1)
+    (sol, info), t, load = _best(lambda: naive_mean_field(model, options=options,
+                                                          colors=colors), repeats)
     pred = np.asarray(mean_field_labels(sol, model.unary_logits()))
     it = int(info.iterations)
     return {"seconds": t, "warmup_compile_plus_one_sweep_seconds": t_compile, "iterations": it,
@@ -95,7 +108,9 @@ def main():
     parser.add_argument("--parallel-cap", type=int, default=None,
                         help="t_max of the parallel solves (per-iteration timing only)")
     parser.add_argument("--skip", nargs="*", default=[],
-                        help="any of: sequential undamped plain peers")
+                        help="any of: sequential undamped plain peers sklearn")
+    parser.add_argument("--peer-method", default=None,
+                        help="solver of GRF / LGC (default: jax_cg on a GPU, else auto)")
     args = parser.parse_args()
     X, y = _blobs(args.n)
     q, k = int(y.max()) + 1, default_k(args.n)
@@ -115,7 +130,12 @@ def main():
     index, _ = P.padded_neighbors()
     rec["n_edges"], rec["d_max"] = int(P.n_edges), int(index.shape[1])
     _, rec["reorder_seconds"], _ = _best(lambda: locality_order(index), 1)
-    rec["copy_bandwidth_GBps"] = copy_bandwidth() / 1e9
+    from graphssl.inference.mean_field import mean_field_coloring
+
+    colors, rec["coloring_seconds"], _ = _best(lambda: mean_field_coloring(index), 1)
+    rec["n_colors"] = int(colors.max()) + 1
+    rec["copy_bandwidth_GBps"] = (device_bandwidth() if jax.default_backend() == "gpu"
+                                  else copy_bandwidth()) / 1e9
     rec["bytes_per_iteration"] = iteration_bytes(args.n, rec["d_max"], q)
     rec["floor_seconds_per_iteration"] = {
         key: b / (rec["copy_bandwidth_GBps"] * 1e9)
@@ -125,7 +145,8 @@ def main():
           f"floor/iter {rec['floor_seconds_per_iteration']}", flush=True)
     save()
     cap, pcap = args.max_iter, args.parallel_cap or args.max_iter
-    variants = {"sequential": MeanFieldOptions("sequential", max_iter=cap),
+    variants = {"chromatic": MeanFieldOptions("chromatic", max_iter=cap),
+                "sequential": MeanFieldOptions("sequential", max_iter=cap),
                 "parallel_damped_reordered": MeanFieldOptions("parallel", 0.5, max_iter=pcap,
                                                               reorder=True),
                 "parallel_damped": MeanFieldOptions("parallel", 0.5, max_iter=pcap),
@@ -140,21 +161,27 @@ def main():
                     "undamped" in skip and "undamped" in name) or (
                     "plain" in skip and name in ("parallel_damped", "sequential")):
                 continue
-            r = {"beta": beta, **run_mean_field(model, y, options, args.repeats)}
+            r = {"beta": beta, **run_mean_field(model, y, options, args.repeats,
+                                                colors if name == "chromatic" else None)}
+            if name == "chromatic":
+                r["seconds_including_coloring"] = r["seconds"] + rec["coloring_seconds"]
             rec["methods"][f"nmf_{name}_{preset}"] = r
             print(f"  nmf {name:28s} {preset} {r['seconds']:8.2f}s iters {r['iterations']:5d} "
                   f"{r['seconds_per_iteration']:.3f} s/iter conv {r['converged']} "
                   f"acc {r['acc']:.4f} load {r['loadavg'][0]:.1f}", flush=True)
             save()
     if "peers" not in skip:
-        peers = {"grf": lambda: harmonic_function(W, labels, n_classes=q),
-                 "lgc": lambda: lgc(W, labels, n_classes=q, alpha=0.99)}
+        method = args.peer_method or ("jax_cg" if jax.default_backend() == "gpu" else "auto")
+        rec["peer_method"] = method
+        peers = {"grf": lambda: harmonic_function(W, labels, n_classes=q, method=method),
+                 "lgc": lambda: lgc(W, labels, n_classes=q, alpha=0.99, method=method)}
         for name, fn in peers.items():
             F, t, load = _best(fn, args.repeats)
             rec["methods"][name] = {"seconds": t, "acc": float(np.mean(F.argmax(1) == y)),
                                     "loadavg": load}
             print(f"  {name:32s} {t:8.2f}s acc {rec['methods'][name]['acc']:.4f}", flush=True)
             save()
+    if "peers" not in skip and "sklearn" not in skip:
         from sklearn.semi_supervised import LabelSpreading
 
         with warnings.catch_warnings():

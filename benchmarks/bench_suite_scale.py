@@ -82,6 +82,7 @@ def main(argv=None):
     from graphssl.models.potts_mode_probability import solve_beta
 
     stages = {}
+    solver = None
     out = pathlib.Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
     path = out / f"bench_suite_scale_{jax.default_backend()}_{args.n}.json"
@@ -98,12 +99,15 @@ def main(argv=None):
     partial("knn_graph")
     n_classes = int(y.max()) + 1
     results = {}
+    # on an accelerator the CG runs there (method "jax_cg"); on a CPU, scipy's ("auto")
+    solver = "auto" if jax.default_backend() == "cpu" else "jax_cg"
     f_grf, stages["grf"] = _timed(
-        lambda: harmonic_function(graph, y_masked, n_classes=n_classes), "grf")
+        lambda: harmonic_function(graph, y_masked, n_classes=n_classes, method=solver), "grf")
     results["grf"] = accuracy(y, np.argmax(np.asarray(f_grf), 1), labelled)
     del f_grf
     partial("grf")
-    f_lgc, stages["lgc"] = _timed(lambda: lgc(graph, y_masked, n_classes=n_classes), "lgc")
+    f_lgc, stages["lgc"] = _timed(
+        lambda: lgc(graph, y_masked, n_classes=n_classes, method=solver), "lgc")
     results["lgc"] = accuracy(y, np.argmax(np.asarray(f_lgc), 1), labelled)
     del f_lgc
     partial("lgc")
@@ -111,12 +115,12 @@ def main(argv=None):
     model, stages["potts_model"] = _timed(
         lambda: PottsModel.from_labels(row_normalize(graph), y_masked, n_classes, beta=beta),
         "potts_model")
-    # the main job's order="auto": Gauss-Seidel on a CPU, damped Jacobi on an accelerator
-    # (at nmfB's beta the 0.5-damped Jacobi update kept a period-2 cycle on this manifold:
-    # residual 19.5 after 2000 sweeps at n = 5000)
+    # the main job's order="auto": Gauss-Seidel on a CPU, Gauss-Seidel by colour classes
+    # ("chromatic") on an accelerator (at nmfB's beta the 0.5-damped Jacobi update kept a
+    # period-2 cycle on this manifold: residual 19.5 after 2000 sweeps at n = 5000)
     cpu = jax.default_backend() == "cpu"
-    options = MeanFieldOptions(order="sequential" if cpu else "parallel", damping=0.5, tol=1e-3,
-                               max_iter=args.mf_max_iter)
+    options = MeanFieldOptions(order="sequential" if cpu else "chromatic", damping=0.5,
+                               tol=1e-3, max_iter=args.mf_max_iter)
     (solution, info), stages["potts_mean_field"] = _timed(
         lambda: naive_mean_field(model, options=options), "potts_mean_field")
     modes = mean_field_labels(solution, model.unary_logits())
@@ -151,7 +155,7 @@ def main(argv=None):
               "mean_field": {"beta": beta, "preset": "nmfB", "iterations": int(info.iterations),
                              "converged": bool(info.converged),
                              "residual": float(info.residual), "options": options._asdict()},
-              "sweeps": args.sweeps, "label_rate": args.label_rate}
+              "sweeps": args.sweeps, "label_rate": args.label_rate, "cg_solver": solver}
     path.write_text(json.dumps(record, indent=1))
     print("wrote", path)
 

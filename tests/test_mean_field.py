@@ -21,6 +21,7 @@ N, Q = 8, 3
 TIGHT = 1e-12
 SEQ = MeanFieldOptions(order="sequential", tol=TIGHT, max_iter=5000)
 PAR = MeanFieldOptions(order="parallel", damping=0.5, tol=TIGHT, max_iter=5000)  # one compile
+CHROM = MeanFieldOptions(order="chromatic", tol=TIGHT, max_iter=5000)
 
 
 def _random_weights(seed=0, n=N, density=0.6):
@@ -55,7 +56,7 @@ def _reference_rhs(W, beta, theta, phi):
     return e / e.sum(axis=1, keepdims=True)
 
 
-@pytest.mark.parametrize("options", [SEQ, PAR], ids=["sequential", "parallel"])
+@pytest.mark.parametrize("options", [SEQ, PAR, CHROM], ids=["sequential", "parallel", "chromatic"])
 @pytest.mark.parametrize("beta", [0.5, 3.0])
 def test_fixed_point_of_eqs_15_16(sym_graph, labels, options, beta):
     model = PottsModel.from_labels(sym_graph, labels, Q, beta=beta)
@@ -203,3 +204,43 @@ def test_locality_reorder_gives_the_same_solution(sym_graph, labels, clamp):
     with pytest.raises(ValueError, match="reorder"):
         naive_mean_field(model, options=SEQ._replace(reorder=True))
 
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_chromatic_sweep_is_a_sequential_sweep_in_class_order(sym_graph, labels, directed):
+    """One chromatic sweep updates each colour class at once; since no node of a class reads
+    another, that equals the node-by-node Gauss-Seidel sweep visiting the nodes class by
+    class. Checked sweep by sweep against the sequential solver run on the nodes renumbered
+    into that order."""
+    from graphssl.inference.mean_field import mean_field_coloring, solve_mean_field
+
+    graph = row_normalize(sym_graph) if directed else sym_graph
+    model = PottsModel.from_labels(graph, labels, Q, beta=2.5)
+    index, weight = model.coupling_graph().padded_neighbors()
+    colors = mean_field_coloring(index)
+    idx = np.asarray(index)
+    rows = np.repeat(np.arange(N), idx.shape[1])
+    assert not np.any((colors[rows] == colors[idx.ravel()]) & (rows != idx.ravel()))
+    perm = np.argsort(colors, kind="stable")  # class by class, nodes ascending in a class
+    rank = np.empty_like(perm)
+    rank[perm] = np.arange(N)
+    unary = np.asarray(model.unary_logits())
+    observed, clamp = np.asarray(model.observed), np.asarray(model.labels)
+    for sweeps in (1, 2, 5):
+        opts = dict(tol=1e-300, max_iter=sweeps)
+        chrom, _ = solve_mean_field(unary, index, weight, observed, clamp,
+                                    options=MeanFieldOptions("chromatic", **opts),
+                                    colors=colors)
+        seq, _ = solve_mean_field(unary[perm], rank[idx[perm]], np.asarray(weight)[perm],
+                                  observed[perm], clamp[perm],
+                                  options=MeanFieldOptions("sequential", **opts))
+        np.testing.assert_allclose(np.asarray(chrom.fields)[perm], np.asarray(seq.fields),
+                                   atol=1e-12)
+
+
+def test_chromatic_rejects_an_improper_colouring(sym_graph, labels):
+    model = PottsModel.from_labels(sym_graph, labels, Q, beta=1.0)
+    with pytest.raises(ValueError, match="colors"):
+        naive_mean_field(model, options=CHROM, colors=np.zeros(N, int))
+    with pytest.raises(ValueError, match="colors"):
+        naive_mean_field(model, options=CHROM, colors=np.zeros(N - 1, int))

@@ -44,7 +44,9 @@ class PottsClassifier(GraphSSLClassifier):
         labelled points frozen, zero field (Eq. 10).
       inference: ``"mean_field"``, ``"gibbs"`` (chromatic Gibbs) or ``"swendsen_wang"``.
       order, damping, tol, max_iter: mean-field options (:class:`MeanFieldOptions`);
-        ``order="auto"`` = sequential on CPU, damped parallel on accelerators.
+        ``order="auto"`` = sequential on CPU, chromatic (Gauss-Seidel by colour classes,
+        all nodes of a class at once) on accelerators; ``"parallel"`` is the damped Jacobi
+        update.
       n_chains, n_samples, burn_in, thin, random_state: MCMC options.
 
     The samplers need a symmetric coupling: a row-normalised W (Eq. 9) is replaced by
@@ -123,8 +125,9 @@ class PottsClassifier(GraphSSLClassifier):
         elif (isinstance(beta, bool) or not isinstance(beta, numbers.Real)
               or not np.isfinite(beta) or beta <= 0):
             raise ValueError(f"beta: must be a positive number or a preset, got {beta!r}")
-        if self.order not in ("auto", "sequential", "parallel"):
-            raise ValueError(f"order: got {self.order!r}; use 'auto', 'sequential' or 'parallel'")
+        if self.order not in ("auto", "sequential", "parallel", "chromatic"):
+            raise ValueError(f"order: got {self.order!r}; use 'auto', 'sequential', "
+                             "'parallel' or 'chromatic'")
 
     def _resolve_beta(self, labels, n_classes) -> float:
         if isinstance(self.beta, str):
@@ -144,7 +147,7 @@ class PottsClassifier(GraphSSLClassifier):
     def _mean_field_options(self) -> MeanFieldOptions:
         order = self.order
         if order == "auto":
-            order = "sequential" if jax.default_backend() == "cpu" else "parallel"
+            order = "sequential" if jax.default_backend() == "cpu" else "chromatic"
         return MeanFieldOptions(order=order, damping=float(self.damping), tol=float(self.tol),
                                 max_iter=int(self.max_iter))
 

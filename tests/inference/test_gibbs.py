@@ -37,7 +37,7 @@ def test_unclamped_phase_frees_labelled_nodes(kernels, models):
 def test_greedy_coloring_is_proper():
     graph = random_graph(60, 0.15, seed=5)
     s, r = np.asarray(graph.senders), np.asarray(graph.receivers)
-    for order in ("largest_first", "natural"):
+    for order in ("largest_first", "natural", "jones_plassmann", "auto"):
         colors = greedy_coloring(graph, order=order)
         assert np.all(colors[s] != colors[r])
         assert colors.max() <= np.bincount(s).max()
@@ -45,6 +45,25 @@ def test_greedy_coloring_is_proper():
         assert sum(c.size for c in classes) == graph.n_nodes
     with pytest.raises(ValueError, match="proper colouring"):
         chromatic_gibbs(graph, colors=np.zeros(graph.n_nodes, int))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_jones_plassmann_is_the_greedy_colouring_in_its_order(seed):
+    """The round-based colouring equals the one-node-at-a-time greedy pass visiting the nodes
+    in decreasing (degree, random) priority -- the same rule, computed in parallel rounds."""
+    from graphssl.inference.gibbs import _csr
+
+    graph = random_graph(200, 0.05, seed=seed)
+    colors = greedy_coloring(graph, order="jones_plassmann", seed=seed)
+    indptr, nbrs = _csr(graph)
+    degree = np.diff(indptr)
+    n = graph.n_nodes
+    visit = np.lexsort((np.random.default_rng(seed).random(n), degree))[::-1]
+    ref = np.full(n, -1)
+    for node in visit:
+        used = set(ref[nbrs[indptr[node]:indptr[node + 1]]])
+        ref[node] = min(c for c in range(n + 1) if c not in used)
+    np.testing.assert_array_equal(colors, ref)
 
 
 @pytest.fixture(scope="module")

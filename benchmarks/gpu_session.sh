@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The GPU benchmarks of the issues, run on a lent accelerator in as few calls as possible.
+#
+#   bash benchmarks/gpu_session.sh 1     # Potts mean field 1e6, sampler throughput (Gibbs 1e7,
+#                                        # SW 1e6, chains, numpyro), Boltzmann SW learning
+#   bash benchmarks/gpu_session.sh 2     # main job 1e6 end to end, harmonic mixture 1e6, Potts
+#                                        # usps_full speed, Dirichlet mixture 24 split-runs
+#   bash benchmarks/gpu_session.sh smoke # every script at toy size (run it on a CPU first)
+#
+# Each script runs under its own time limit (`timeout`), so one that overruns leaves the others
+# their time; every script writes its JSON under benchmarks/results as it goes. Logs, JSON and
+# a one-line-per-script summary are packed into $OUT/results.tgz after each script (the device
+# tool returns at most 8 files). Needs: GRAPHSSL_DATA (default .gpu_data, a copy of the shared
+# datasets carried with the call) and, where arviz is missing, wheels in .whl (installed to
+# /tmp/site).
+set -u
+part=${1:-1}
+export PYTHONUNBUFFERED=1
+root=$(pwd)
+out=${OUT:-/tmp/gpu_out}
+logs=/tmp/gpu_logs
+mkdir -p "$out" "$logs"
+export GRAPHSSL_DATA=${GRAPHSSL_DATA:-$root/.gpu_data}
+PY=${PY:-python3}
+if ! $PY -c "import arviz" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$root
+
+pack() {
+  tar czf "$out/results.tgz" -C "$root" benchmarks/results -C "$logs" . 2>/dev/null
+}
+
+run() {  # run NAME SECONDS script args...
+  local name=$1 limit=$2
+  shift 2
+  local start=$SECONDS
+  echo "=== $name (limit ${limit}s): $*"
+  timeout --kill-after=10 "$limit" $PY "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  echo "$name rc=$rc $((SECONDS - start))s" | tee -a "$out/summary.txt"
+  tail -n 25 "$logs/$name.log"
+  pack
+}
+
+{
+  nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem --format=csv 2>/dev/null
+  $PY -c "import jax, numpyro, sys; print(sys.version); print(jax.__version__, jax.devices())"
+  nproc
+} 2>&1 | tee "$logs/env.log"
+
+case $part in
+  smoke)
+    run potts_large 300 benchmarks/bench_potts_large.py --n 20000 --presets nmfB \
+      --skip sequential plain sklearn --parallel-cap 50 --peer-method jax_cg
+    run samplers 300 benchmarks/bench_samplers.py --quick --repeats 1 --tag smoke
+    run suite_scale 300 benchmarks/bench_suite_scale.py --n 20000 --sweeps 20
+    run harmonic_mixture 300 benchmarks/bench_harmonic_mixture.py --n 20000 --m 50 \
+      --out /tmp/hm_smoke.json
+    run boltzmann 300 benchmarks/bench_boltzmann.py --n 200 --max-iter 3 --repeats 1
+    run potts_speed 300 benchmarks/bench_potts.py speed --speed-splits 1 --repeats 1 --tag _smoke
+    run diffusion_mixture 300 benchmarks/bench_diffusion_mixture.py --datasets digit1 --quick \
+      --iterations 4 --burn-in 2 --out /tmp/dm_smoke.json
+    ;;
+  1)
+    run potts_large 280 benchmarks/bench_potts_large.py --n 1000000 --presets nmfB \
+      --skip sequential plain --parallel-cap 300
+    run samplers 220 benchmarks/bench_samplers.py --gpu
+    run boltzmann 60 benchmarks/bench_boltzmann.py --device gpu
+    ;;
+  2)
+    run suite_scale 140 benchmarks/bench_suite_scale.py --n 1000000 --gpu --sweeps 200
+    run harmonic_mixture 140 benchmarks/bench_harmonic_mixture.py --n 1000000 --m 500 --device gpu
+    run potts_speed 90 benchmarks/bench_potts.py speed --speed-splits 2 --repeats 3 --tag _gpu
+    run diffusion_mixture 190 benchmarks/bench_diffusion_mixture.py --datasets digit1 \
+      --iterations 100 --burn-in 20 --out benchmarks/results/bench_diffusion_mixture_gpu.json
+    ;;
+  *)
+    echo "unknown part $part" >&2
+    exit 2
+    ;;
+esac
+pack
+cat "$out/summary.txt"
