@@ -35,6 +35,7 @@ import numpy as np
 from graphssl.graph import Graph
 from graphssl.inference import chromatic_gibbs, sample_chains, swendsen_wang
 from graphssl.inference.gibbs import greedy_coloring
+from graphssl.inference.kernels import merge_kernel, split_kernel
 from graphssl.models.potts import PottsModel
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -94,12 +95,15 @@ def potts(graph: Graph, q: int, beta: float, seed: int = 0) -> PottsModel:
 
 
 CPU_TIMES: list[float] = []
+WARMUP: list[float] = []
 
 
 def timeit(fn, repeats: int) -> float:
     """Median wall time after a warm-up call; the median process CPU time (all threads) goes
     to ``CPU_TIMES[-1]`` — steadier than wall time on a shared, oversubscribed machine."""
+    t0 = time.perf_counter()
     jax.block_until_ready(fn())  # compile + warm up
+    WARMUP.append(time.perf_counter() - t0)
     times, cpu = [], []
     for _ in range(repeats):
         t, c = time.perf_counter(), time.process_time()
@@ -111,16 +115,20 @@ def timeit(fn, repeats: int) -> float:
 
 
 def raw_scan(kernel, n_steps: int):
-    """The bare loop: ``n_steps`` kernel steps in one jitted fori_loop, no storage."""
+    """The bare loop: ``n_steps`` kernel steps in one jitted fori_loop, no storage. The
+    kernel's tables are arguments of the compiled loop (``split_kernel``), not constants."""
+    arrays, static = split_kernel(kernel)
 
     @jax.jit
-    def run(model, key, state):
+    def run(arrays, model, key, state):
+        step = merge_kernel(arrays, static).step
+
         def body(t, s):
-            return kernel.step(model, jax.random.fold_in(key, t), s)[0]
+            return step(model, jax.random.fold_in(key, t), s)[0]
 
         return jax.lax.fori_loop(0, n_steps, body, state)
 
-    return run
+    return functools.partial(run, arrays)
 
 
 def plain_jax_gibbs(model, classes, n_sweeps: int):
@@ -181,16 +189,23 @@ def bench_gibbs(n, q, sweeps, repeats, n_buckets=4):
     same kernel with ``layout="padded"``), plus the plain-JAX peer, all in the same run."""
     from graphssl.inference.gibbs import color_classes, degree_buckets
 
+    t0 = time.perf_counter()
     graph = knn_like_graph(n)
+    print(f"  graph N={n}: {time.perf_counter() - t0:.1f} s", flush=True)
     model = potts(graph, q, beta=1.0)
     colors, t_color = coloring_of(graph)
+    print(f"  colouring: {t_color:.1f} s", flush=True)
     timed = {}
     for layout in ("bucketed", "padded"):
+        t0 = time.perf_counter()
         kernel = chromatic_gibbs(graph, colors=colors, layout=layout, n_buckets=n_buckets)
         state = kernel.init(model, jax.random.key(0))
         run = raw_scan(kernel, sweeps)
+        t_build = time.perf_counter() - t0
         t = timeit(lambda r=run, st=state: r(model, jax.random.key(1), st), repeats)
         timed[layout] = (t, CPU_TIMES[-1], os.getloadavg()[0])
+        print(f"  {layout} q={q}: kernel {t_build:.1f} s, first call {WARMUP[-1]:.1f} s, "
+              f"{n * sweeps / t:.3g} updates/s", flush=True)
     peer = plain_jax_gibbs(model, color_classes(colors), sweeps)
     t_peer = timeit(lambda: peer(state.labels, jax.random.key(1)), repeats)
     cpu_peer = CPU_TIMES[-1]

@@ -22,7 +22,7 @@ logs=/tmp/gpu_logs
 mkdir -p "$out" "$logs"
 export GRAPHSSL_DATA=${GRAPHSSL_DATA:-$root/.gpu_data}
 PY=${PY:-python3}
-if ! $PY -c "import arviz" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+if ! $PY -c "import arviz, pynndescent" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
@@ -75,6 +75,11 @@ case $part in
     run potts_speed 90 benchmarks/bench_potts.py speed --speed-splits 2 --repeats 3 --tag _gpu
     run diffusion_mixture 190 benchmarks/bench_diffusion_mixture.py --datasets digit1 \
       --iterations 100 --burn-in 20 --out benchmarks/results/bench_diffusion_mixture_gpu.json
+    ;;
+  3)  # re-runs after the first session's fixes (kernel tables as jit arguments; kNN wheel)
+    run samplers 300 benchmarks/bench_samplers.py --gpu
+    run suite_scale 150 benchmarks/bench_suite_scale.py --n 1000000 --gpu --sweeps 200
+    run potts_speed 130 benchmarks/bench_potts.py speed --speed-splits 2 --repeats 3 --tag _gpu
     ;;
   *)
     echo "unknown part $part" >&2

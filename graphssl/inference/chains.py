@@ -21,6 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from graphssl.inference.kernels import merge_kernel, split_kernel
+
 __all__ = ["Samples", "sample_chains", "label_marginals", "storage_dtype"]
 
 
@@ -78,13 +80,20 @@ def _window(d, start, n_burn, thin):
     return begin, begin + jnp.where(first, n_burn + thin, thin)
 
 
-@functools.lru_cache(maxsize=64)
 def _run_fn(kernel, n_draws: int, thin: int, dtype, method: str = "vectorized"):
     """Jitted map over chains (``vmap``, or ``lax.map`` for ``method="sequential"``) of:
     ``n_burn`` (traced) burn-in steps, then ``n_draws`` draws ``thin`` steps apart. The
-    kernel step is traced once (one ``while_loop`` body)."""
+    kernel step is traced once (one ``while_loop`` body). The kernel's arrays are passed as
+    arguments (:func:`~graphssl.inference.kernels.split_kernel`), never embedded."""
+    arrays, static = split_kernel(kernel)
+    run = _run_fn_static(static, n_draws, thin, dtype, method)
+    return functools.partial(run, arrays)
 
-    def run(model, chain_key, carry, start, n_burn):
+
+@functools.lru_cache(maxsize=64)
+def _run_fn_static(static, n_draws: int, thin: int, dtype, method: str):
+    def run(arrays, model, chain_key, carry, start, n_burn):
+        kernel = merge_kernel(arrays, static)
         _, info0 = jax.eval_shape(
             lambda c: kernel.step(model, chain_key, c[0]), carry
         )
@@ -117,11 +126,12 @@ def _run_fn(kernel, n_draws: int, thin: int, dtype, method: str = "vectorized"):
         return jax.lax.scan(draw, carry, jnp.arange(n_draws))
 
     if method == "sequential":
-        def each(model, keys, carry, start, n_burn):
-            return jax.lax.map(lambda a: run(model, a[0], a[1], start, n_burn), (keys, carry))
+        def each(arrays, model, keys, carry, start, n_burn):
+            return jax.lax.map(lambda a: run(arrays, model, a[0], a[1], start, n_burn),
+                               (keys, carry))
 
         return jax.jit(each)
-    return jax.jit(jax.vmap(run, in_axes=(None, 0, 0, None, None)))
+    return jax.jit(jax.vmap(run, in_axes=(None, None, 0, 0, None, None)))
 
 
 def _chain_method(method: str, n_chains: int) -> str:

@@ -24,6 +24,8 @@ same conditionals (Eq. (25)); ``benchmarks/bench_samplers.py`` compares their sp
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -255,7 +257,7 @@ def _bucketed_sweep(model, key, labels, plan, d_max):
         logits = bucket_logits(lab, coupling, unary, rows, neighbours)
         draw = sample_categorical_columns(k, logits).astype(small)
         new = jnp.where(observed[rows], lab[rows], draw)
-        lab = lab.at[jnp.asarray(rows)].set(new, indices_are_sorted=True, unique_indices=True)
+        lab = lab.at[rows].set(new, indices_are_sorted=True, unique_indices=True)
     return lab.astype(labels.dtype)
 
 
@@ -307,13 +309,20 @@ def chromatic_gibbs(
             _check_same_table(model, index)
         return label_init(model, key, labels)
 
-    def step(model, key, state):
-        if plan is not None and hasattr(model, "pairwise_tables"):
-            labels = _bucketed_sweep(model, key, state.labels, plan, d_max)
-            return state._replace(labels=labels), {}
-        labels = state.labels
-        for nodes, k in zip(classes, jax.random.split(key, len(classes)), strict=False):
-            labels = _update(model, k, labels, nodes)
-        return state._replace(labels=labels), {}
-
+    # the tables are the step's bound arguments (pytree leaves), not constants of the program
+    tables = (None if plan is None else
+              [[(jnp.asarray(rows), jnp.asarray(nb)) for rows, nb in colour] for colour in plan],
+              classes)
+    step = jax.tree_util.Partial(functools.partial(_chromatic_step, d_max=d_max), tables)
     return Kernel(init, step)
+
+
+def _chromatic_step(tables, model, key, state, *, d_max):
+    plan, classes = tables
+    if plan is not None and hasattr(model, "pairwise_tables"):
+        labels = _bucketed_sweep(model, key, state.labels, plan, d_max)
+        return state._replace(labels=labels), {}
+    labels = state.labels
+    for nodes, k in zip(classes, jax.random.split(key, len(classes)), strict=False):
+        labels = _update(model, k, labels, nodes)
+    return state._replace(labels=labels), {}

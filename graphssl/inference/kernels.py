@@ -10,6 +10,11 @@ A kernel is a pair of pure functions (blackjax style, see DESIGN.md):
 Kernels touch a state only through ``state.labels`` and ``state._replace(labels=...)``, so a
 model-specific kernel may carry more fields (e.g. mixture-component assignments) and still be
 composed with the generic ones.
+
+A kernel that holds large arrays (a colouring, degree-bucket tables) keeps them as the bound
+arguments of a ``jax.tree_util.Partial`` step, so the kernel is a pytree whose array leaves
+drivers pass to ``jit`` as arguments (:func:`split_kernel`) instead of baking them into the
+compiled program as constants (3 GB of constants at N = 10^7 made compilation time out).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 __all__ = [
     "Kernel",
@@ -30,6 +36,8 @@ __all__ = [
     "sample_categorical",
     "sample_categorical_columns",
     "clamp",
+    "merge_kernel",
+    "split_kernel",
 ]
 
 
@@ -114,21 +122,40 @@ def _merge(infos: list[dict]) -> dict:
     return merged
 
 
+def split_kernel(kernel) -> tuple[list, tuple]:
+    """``(arrays, static)``: the kernel's array leaves (to pass to ``jit`` as arguments) and
+    the rest (functions, tree structure; hashable, a cache key). :func:`merge_kernel` inverts
+    it. A kernel of plain closures has no array leaves: ``arrays == []``."""
+    leaves, treedef = jax.tree_util.tree_flatten(kernel)
+    is_array = [isinstance(leaf, (jax.Array, np.ndarray)) for leaf in leaves]
+    arrays = [leaf for leaf, a in zip(leaves, is_array, strict=True) if a]
+    rest = tuple(None if a else leaf for leaf, a in zip(leaves, is_array, strict=True))
+    return arrays, (treedef, rest)
+
+
+def merge_kernel(arrays, static) -> Kernel:
+    """The kernel :func:`split_kernel` took apart (``arrays`` may be tracers inside ``jit``)."""
+    treedef, rest = static
+    it = iter(arrays)
+    return jax.tree_util.tree_unflatten(treedef, [next(it) if x is None else x for x in rest])
+
+
+def _compose_step(steps, model, key, state):
+    infos = []
+    for step, sub in zip(steps, jax.random.split(key, len(steps)), strict=False):
+        state, info = step(model, sub, state)
+        infos.append(info)
+    return state, _merge(infos)
+
+
 def compose(*kernels: Kernel) -> Kernel:
     """Apply ``kernels`` in order within one step (each leaves the target invariant, so does
     the product). ``init`` is the first kernel's; infos are merged (clashing names get the
     kernel's position appended)."""
     if not kernels:
         raise ValueError("compose needs at least one kernel, e.g. compose(gibbs, perm)")
-
-    def step(model, key, state):
-        infos = []
-        for kernel, sub in zip(kernels, jax.random.split(key, len(kernels)), strict=False):
-            state, info = kernel.step(model, sub, state)
-            infos.append(info)
-        return state, _merge(infos)
-
-    return Kernel(kernels[0].init, step)
+    steps = tuple(kernel.step for kernel in kernels)
+    return Kernel(kernels[0].init, jax.tree_util.Partial(_compose_step, steps))
 
 
 def _default_log_density(model, state) -> jax.Array:
