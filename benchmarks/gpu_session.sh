@@ -81,6 +81,10 @@ case $part in
     run suite_scale 150 benchmarks/bench_suite_scale.py --n 1000000 --gpu --sweeps 200
     run potts_speed 130 benchmarks/bench_potts.py speed --speed-splits 2 --repeats 3 --tag _gpu
     ;;
+  4)  # the sampler rows that part 3's time limit cut, and the main job after the jax_cg fix
+    run samplers 200 benchmarks/bench_samplers.py --gpu --only sw,chains,numpyro --tag gpu_sw
+    run suite_scale 140 benchmarks/bench_suite_scale.py --n 1000000 --gpu --sweeps 200
+    ;;
   *)
     echo "unknown part $part" >&2
     exit 2
