@@ -85,6 +85,12 @@ case $part in
     run samplers 200 benchmarks/bench_samplers.py --gpu --only sw,chains,numpyro --tag gpu_sw
     run suite_scale 140 benchmarks/bench_suite_scale.py --n 1000000 --gpu --sweeps 200
     ;;
+  5)  # not run yet (device time ran out on 2026-11-23): the kNN stage by blocked top-k on the GPU
+    run suite_scale_gemm 200 benchmarks/bench_suite_scale.py --n 1000000 --gpu --sweeps 0 \
+      --knn-method gemm
+    run potts_speed 150 benchmarks/bench_potts.py speed --speed-splits 2 --repeats 3 --tag _gpu \
+      --n-large 0
+    ;;
   *)
     echo "unknown part $part" >&2
     exit 2

@@ -29,7 +29,7 @@ def _reference_knn(X, k):
 
 
 
-@pytest.mark.parametrize("method", ["brute", "kdtree", "nndescent"])
+@pytest.mark.parametrize("method", ["brute", "gemm", "kdtree", "nndescent"])
 def test_knn_search_matches_reference(points, method):
     idx, dist = G.knn_search(points, 5, method=method)
     ref_idx, ref_dist = _reference_knn(points, 5)
@@ -45,6 +45,22 @@ def test_knn_search_high_dim_brute_is_exact():
     ref_idx, ref_dist = _reference_knn(X, 4)
     np.testing.assert_allclose(dist, ref_dist, rtol=1e-8)
     assert np.array_equal(idx, ref_idx)
+
+
+def test_knn_search_gemm_is_exact_with_ties_and_duplicates():
+    """float32 candidates, float64 re-rank: the same neighbours and distances as the exact
+    search; exact ties (an integer grid: shells of 4 equal distances) and a duplicated point
+    broken by index, as the reference does."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(700, 30))
+    X[5] = X[9]  # a duplicate: distance 0
+    grid = np.stack(np.meshgrid(np.arange(8.0), np.arange(8.0)), -1).reshape(-1, 2)
+    for data, k in ((X, 7), (grid, 7)):
+        idx, dist = G.knn_search(data, k, method="gemm")
+        ref_idx, ref_dist = _reference_knn(data, k)
+        np.testing.assert_allclose(dist, ref_dist, rtol=1e-9, atol=1e-9)
+        assert np.array_equal(idx, ref_idx)
+        assert not np.any(idx == np.arange(len(data))[:, None])
 
 
 def test_knn_search_pca_candidates_reranked_exactly():
