@@ -258,12 +258,12 @@ def mean_field_coloring(neighbor_index) -> np.ndarray:
     return greedy_coloring(structure)
 
 
-@partial(jax.jit, static_argnames=("max_iter",))
+@partial(jax.jit, static_argnames=("bounds", "max_iter"))
 def _solve_chromatic(unary, neighbor_index, neighbor_weight, clamped, clamp_onehot, fields0,
-                     classes, tol, max_iter):
-    # per-class copies of the tables, gathered once outside the loop
-    tables = [(nodes, neighbor_index[nodes], neighbor_weight[nodes], unary[nodes],
-               clamped[nodes], clamp_onehot[nodes]) for nodes in classes]
+                     bounds, tol, max_iter):
+    # nodes renumbered so that colour class c is the contiguous range bounds[c]:bounds[c+1]:
+    # its tables are slices, its update one in-place slice write (no gathers or scatters)
+    ranges = list(zip(bounds[:-1], bounds[1:], strict=True))
 
     def cond(carry):
         t, _, _, res = carry
@@ -272,19 +272,31 @@ def _solve_chromatic(unary, neighbor_index, neighbor_weight, clamped, clamp_oneh
     def body(carry):
         t, fields, phi, _ = carry
         res = jnp.zeros((), fields.dtype)
-        for nodes, index, weight, unary_c, clamped_c, onehot_c in tables:
-            h = mean_field_fields(phi, unary_c, index, weight)
-            change = jnp.where(clamped_c[:, None], 0.0, jnp.abs(h - fields[nodes]))
+        for start, stop in ranges:
+            clamped_c = clamped[start:stop]
+            h = mean_field_fields(phi, unary[start:stop], neighbor_index[start:stop],
+                                  neighbor_weight[start:stop])
+            change = jnp.where(clamped_c[:, None], 0.0, jnp.abs(h - fields[start:stop]))
             res = jnp.maximum(res, jnp.max(change))
-            fields = fields.at[nodes].set(h, indices_are_sorted=True, unique_indices=True)
-            phi = phi.at[nodes].set(jnp.exp(_log_softmax_clamped(h, clamped_c, onehot_c)),
-                                    indices_are_sorted=True, unique_indices=True)
+            fields = jax.lax.dynamic_update_slice_in_dim(fields, h, start, axis=0)
+            new_phi = jnp.exp(_log_softmax_clamped(h, clamped_c, clamp_onehot[start:stop]))
+            phi = jax.lax.dynamic_update_slice_in_dim(phi, new_phi, start, axis=0)
         return t + 1, fields, phi, res
 
     phi0 = jnp.exp(_log_softmax_clamped(fields0, clamped, clamp_onehot))
     init = (jnp.asarray(0, jnp.int32), fields0, phi0, jnp.asarray(jnp.inf, fields0.dtype))
     t, fields, _, res = jax.lax.while_loop(cond, body, init)
     return fields, t, res
+
+
+def _renumber(arrays, perm):
+    """The solver arrays with node ``perm[i]`` renamed ``i`` (neighbour indices remapped),
+    and ``rank`` (``rank[old] = new``) to map the solution back."""
+    rank = np.empty_like(perm)
+    rank[perm] = np.arange(perm.size, dtype=perm.dtype)
+    take = jnp.asarray(perm)
+    arrays = tuple(a[take] for a in arrays)
+    return (arrays[0], jnp.asarray(rank[np.asarray(arrays[1])], jnp.int32), *arrays[2:]), rank
 
 
 def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp_labels=None,
@@ -317,30 +329,29 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
         raise ValueError(f"init: expected fields of shape ({n}, {q}), got {fields0.shape}")
     neighbor_weight = jnp.asarray(neighbor_weight, dtype)
     arrays = (unary, neighbor_index, neighbor_weight, clamped, clamp_onehot, fields0)
+    rank = None
     if options.reorder:
-        perm = locality_order(neighbor_index)
-        rank = np.empty_like(perm)
-        rank[perm] = np.arange(perm.size, dtype=perm.dtype)
-        take = jnp.asarray(perm)
-        arrays = tuple(a[take] for a in arrays)
-        arrays = (arrays[0], jnp.asarray(rank[np.asarray(arrays[1])], jnp.int32), *arrays[2:])
+        arrays, rank = _renumber(arrays, locality_order(neighbor_index))
     tol = jnp.asarray(options.tol, dtype)
     if options.order == "parallel":
         fields, t, res = _solve_parallel(*arrays, jnp.asarray(options.damping, dtype), tol,
                                          int(options.max_iter))
     elif options.order == "chromatic":
-        classes = _color_classes(neighbor_index, colors, n)
-        fields, t, res = _solve_chromatic(*arrays, classes, tol, int(options.max_iter))
+        perm, bounds = _color_ranges(neighbor_index, colors, n)
+        arrays, rank = _renumber(arrays, perm)
+        fields, t, res = _solve_chromatic(*arrays, bounds, tol, int(options.max_iter))
     else:
         fields, t, res = _solve_sequential(*arrays, tol, int(options.max_iter))
-    if options.reorder:
+    if rank is not None:
         fields = fields[jnp.asarray(rank)]
     log_phi = _log_softmax_clamped(fields, clamped, clamp_onehot)
     solution = MeanFieldSolution(jnp.exp(log_phi), log_phi, fields)
     return solution, MeanFieldInfo(iterations=t, residual=res, converged=res < tol)
 
 
-def _color_classes(neighbor_index, colors, n):
+def _color_ranges(neighbor_index, colors, n):
+    """``(perm, bounds)``: nodes sorted by colour (ascending index within a colour) and the
+    class boundaries ``bounds[c]:bounds[c + 1]`` in that order; the colouring is checked."""
     colors = mean_field_coloring(neighbor_index) if colors is None else np.asarray(colors)
     if colors.shape != (n,):
         raise ValueError(f"colors: expected one colour per node, shape ({n},), "
@@ -351,9 +362,10 @@ def _color_classes(neighbor_index, colors, n):
     if np.any((colors[rows] == colors[cols]) & (rows != cols)):
         raise ValueError("colors: two neighbours share a colour; pass a proper colouring "
                          "(mean_field_coloring(neighbor_index)) or None")
-    order = np.argsort(colors, kind="stable")
-    bounds = np.cumsum(np.bincount(colors))[:-1]
-    return tuple(jnp.asarray(c, jnp.int32) for c in np.split(order, bounds) if c.size)
+    perm = np.argsort(colors, kind="stable")
+    counts = np.bincount(colors)
+    bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts[counts > 0])]))
+    return perm, bounds
 
 
 def _model_arrays(model):
