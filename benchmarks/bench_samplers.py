@@ -35,7 +35,7 @@ import numpy as np
 from graphssl.graph import Graph
 from graphssl.inference import chromatic_gibbs, sample_chains, swendsen_wang
 from graphssl.inference.gibbs import greedy_coloring
-from graphssl.inference.kernels import merge_kernel, split_kernel
+from graphssl.inference.kernels import merge_kernel, prepared, split_kernel
 from graphssl.models.potts import PottsModel
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -121,10 +121,11 @@ def raw_scan(kernel, n_steps: int):
 
     @jax.jit
     def run(arrays, model, key, state):
-        step = merge_kernel(arrays, static).step
+        kernel = merge_kernel(arrays, static)
+        step_model = prepared(kernel, model)  # e.g. couplings gathered into bucket layout
 
         def body(t, s):
-            return step(model, jax.random.fold_in(key, t), s)[0]
+            return kernel.step(step_model, jax.random.fold_in(key, t), s)[0]
 
         return jax.lax.fori_loop(0, n_steps, body, state)
 
@@ -184,7 +185,7 @@ def scipy_swendsen_wang(model, labels, n_sweeps: int, seed: int = 0):
     return labels
 
 
-def bench_gibbs(n, q, sweeps, repeats, n_buckets=4):
+def bench_gibbs(n, q, sweeps, repeats, n_buckets=6):
     """Chromatic Gibbs in its bucketed layout (default) and in the old padded layout (the
     same kernel with ``layout="padded"``), plus the plain-JAX peer, all in the same run."""
     from graphssl.inference.gibbs import color_classes, degree_buckets

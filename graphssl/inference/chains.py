@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from graphssl.inference.kernels import merge_kernel, split_kernel
+from graphssl.inference.kernels import merge_kernel, prepared, split_kernel
 
 __all__ = ["Samples", "sample_chains", "label_marginals", "storage_dtype"]
 
@@ -94,8 +94,9 @@ def _run_fn(kernel, n_draws: int, thin: int, dtype, method: str = "vectorized"):
 def _run_fn_static(static, n_draws: int, thin: int, dtype, method: str):
     def run(arrays, model, chain_key, carry, start, n_burn):
         kernel = merge_kernel(arrays, static)
+        step_model = prepared(kernel, model)  # once per run, outside the loops
         _, info0 = jax.eval_shape(
-            lambda c: kernel.step(model, chain_key, c[0]), carry
+            lambda c: kernel.step(step_model, chain_key, c[0]), carry
         )
         zeros = jax.tree_util.tree_map(
             lambda s: jnp.zeros(s.shape, s.dtype if thin == 1 else jnp.float32), info0
@@ -106,7 +107,7 @@ def _run_fn_static(static, n_draws: int, thin: int, dtype, method: str):
 
             def body(t, inner):
                 state, acc = inner
-                state, info = kernel.step(model, jax.random.fold_in(chain_key, t), state)
+                state, info = kernel.step(step_model, jax.random.fold_in(chain_key, t), state)
                 if thin == 1:
                     acc = info
                 else:

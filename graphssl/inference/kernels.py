@@ -37,15 +37,28 @@ __all__ = [
     "sample_categorical_columns",
     "clamp",
     "merge_kernel",
+    "prepared",
     "split_kernel",
 ]
 
 
 class Kernel(NamedTuple):
-    """``init(model, key, labels=None) -> state``; ``step(model, key, state) -> (state, info)``."""
+    """``init(model, key, labels=None) -> state``; ``step(model, key, state) -> (state, info)``.
+
+    ``prepare`` (optional): ``prepare(model) -> model'``, work a driver may do once before
+    many steps on the same model (e.g. gather the couplings into the kernel's layout);
+    ``model'`` still satisfies the model protocol, and ``step(model', ...)`` makes the same
+    transition as ``step(model, ...)``. ``sample_chains`` calls it once per compiled run.
+    """
 
     init: Callable[..., Any]
     step: Callable[..., tuple[Any, dict]]
+    prepare: Callable[[Any], Any] | None = None
+
+
+def prepared(kernel, model):
+    """``kernel.prepare(model)`` when the kernel has one, else ``model``."""
+    return model if kernel.prepare is None else kernel.prepare(model)
 
 
 class LabelState(NamedTuple):
@@ -155,7 +168,15 @@ def compose(*kernels: Kernel) -> Kernel:
     if not kernels:
         raise ValueError("compose needs at least one kernel, e.g. compose(gibbs, perm)")
     steps = tuple(kernel.step for kernel in kernels)
-    return Kernel(kernels[0].init, jax.tree_util.Partial(_compose_step, steps))
+    prepares = tuple(kernel.prepare for kernel in kernels if kernel.prepare is not None)
+    prepare = jax.tree_util.Partial(_compose_prepare, prepares) if prepares else None
+    return Kernel(kernels[0].init, jax.tree_util.Partial(_compose_step, steps), prepare)
+
+
+def _compose_prepare(prepares, model):
+    for prepare in prepares:  # each wraps the last: every kernel finds its own preparation
+        model = prepare(model)
+    return model
 
 
 def _default_log_density(model, state) -> jax.Array:
