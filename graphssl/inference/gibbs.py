@@ -75,12 +75,13 @@ def greedy_coloring(graph, order: str = "auto", seed: int = 0) -> np.ndarray:
     Args:
       graph: a ``graphssl.graph.Graph`` holding every interaction of the model.
       order: ``"largest_first"`` (Welsh–Powell: fewer colours; a host loop over the nodes,
-        ~3 us a node at mean degree 18), ``"natural"``, ``"jones_plassmann"`` (the same greedy rule in the
-        order degree-then-random, computed in rounds of vectorised NumPy: a node takes the
-        smallest colour free among its neighbours once every neighbour ahead of it in the
-        order has one -- the colouring that the sequential greedy pass in that order gives,
-        for graphs of maximum degree < 64) or ``"auto"`` (largest_first below 2*10^5 nodes,
-        jones_plassmann above when the maximum degree allows).
+        ~3 us a node at mean degree 18), ``"natural"``, ``"jones_plassmann"`` (the same
+        greedy rule in the order degree-then-random, computed in rounds of vectorised NumPy:
+        a node takes the smallest colour free among its neighbours once every neighbour
+        ahead of it in the order has one -- the colouring that the sequential greedy pass
+        in that order gives, for graphs of maximum degree < 64) or ``"auto"``
+        (largest_first below 2*10^5 nodes, jones_plassmann above when the maximum degree
+        allows).
       seed: tie-breaking seed of ``"jones_plassmann"``.
     Uses at most ``max_degree + 1`` colours.
     """
