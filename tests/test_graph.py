@@ -63,6 +63,20 @@ def test_knn_search_gemm_is_exact_with_ties_and_duplicates():
         assert not np.any(idx == np.arange(len(data))[:, None])
 
 
+def test_knn_search_gemm_neighbours_crowded_into_one_column_group():
+    """The two-stage top-k keeps the groups of 32 columns with the largest maxima: points
+    sorted along a curve put all of a point's neighbours in one or two groups, so the kept
+    groups must hold several candidates each (n not a multiple of the group or block size)."""
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.uniform(0, 10, size=601))
+    X = np.column_stack([np.cos(t), np.sin(t), t]) + 1e-3 * rng.normal(size=(601, 3))
+    X = np.column_stack([X, np.zeros((601, 27))])  # d = 30 > 8: not the KD-tree's regime
+    idx, dist = G.knn_search(X, 9, method="gemm")
+    ref_idx, ref_dist = _reference_knn(X, 9)
+    np.testing.assert_allclose(dist, ref_dist, rtol=1e-9, atol=1e-12)
+    assert np.array_equal(idx, ref_idx)
+
+
 def test_knn_search_pca_candidates_reranked_exactly():
     # 5 latent dimensions in 40: the 8 leading principal components hold the neighbours
     rng = np.random.default_rng(2)
