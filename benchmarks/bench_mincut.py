@@ -17,14 +17,15 @@
    included, the paper's numbers beside ours and the standard error of our mean.
 3. The gap reasons (``table1`` with ``--variant-trials``, default 5; ``mincut_gaps.py``): for
    every Table 1 cell more than 5 points from the paper, the protocol variants the paper
-   leaves open (feature scaling, which class is ``v+``, delta_1/2 rounding, Mincut-3 ties,
-   ID3 windowing, metric, noise level, MONK-2's L, the delta_opt range) and data checks (Musk
+   leaves open (feature scaling, which class is ``v+``, delta_1/2 rounding, Mincut-3 ties and
+   arc direction, ID3 windowing, metric, noise level, MONK-2's L, the delta_opt range), the
+   spread of single draws (every row keeps its per-draw accuracies) and data checks (Musk
    at the class prior of Musk version 2, TAE targets and duplicates, leave-one-out 3-NN),
    each measured; the reasons table goes into ``mincut_table1.json``. Rows can be run in
    parallel with ``--only ... --tag ...`` and joined with ``merge-table1``.
 
     .venv/bin/python benchmarks/bench_mincut.py speed [--sizes 10000 100000 1000000]
-    .venv/bin/python benchmarks/bench_mincut.py table1 [--trials 10] [--variant-trials 5]
+    .venv/bin/python benchmarks/bench_mincut.py table1 [--trials 50] [--variant-trials 5]
     .venv/bin/python benchmarks/bench_mincut.py merge-table1 results/mincut_table1_*.json
 
 Each prints a table and writes JSON to ``benchmarks/results/``. Max-flow runs on the CPU
@@ -156,7 +157,7 @@ def _fmt(row):
 def run_table1(trials: int, seed: int = 0, variant_trials: int = 0, only=None, variants_only=None):
     """Table 1 (means and standard errors in points, paper beside); with ``variant_trials``
     also the protocol variants, data checks and the gap-reason table (``mincut_gaps``)."""
-    from mincut_gaps import data_checks, run_trials, variant_means
+    from mincut_gaps import data_checks, summarize_draws, trial_draws, variant_means
 
     from graphssl.data import data_dir_from_env
     from graphssl.estimators.mincut_table1 import COLUMNS, TABLE1, table1_dataset
@@ -168,10 +169,12 @@ def run_table1(trials: int, seed: int = 0, variant_trials: int = 0, only=None, v
             continue
         data = table1_dataset(spec["data"], data_dir)
         t0 = time.perf_counter()
-        mean, se = run_trials(data, spec, trials, seed)
+        draws = trial_draws(data, spec, trials, seed)
+        mean, se = summarize_draws(draws)
         rows.append({"name": spec["name"], "data": spec["data"], "L": spec["L"], "U": spec["U"],
                      "metric": spec["metric"], "noise": spec["noise"], "trials": trials,
                      "mean": mean, "se": se, "paper": spec["paper"],
+                     "draws": {k: v.tolist() for k, v in draws.items()},
                      "seconds": time.perf_counter() - t0, "load_average_1_5_15": os.getloadavg()})
         cells = "  ".join(f"{c}={mean[c]:5.1f}({spec['paper'][c]:5.1f})" for c in COLUMNS)
         print(f"{spec['name']:>7} {spec['L']:>4}+{spec['U']:<5} {cells}", flush=True)
@@ -260,7 +263,7 @@ def main(argv=None):
     speed.add_argument("--networkx-limit", type=float, default=120.0,
                        help="skip networkx where its extrapolated time exceeds this (s)")
     table = sub.add_parser("table1")
-    table.add_argument("--trials", type=int, default=10)
+    table.add_argument("--trials", type=int, default=50)
     table.add_argument("--variant-trials", type=int, default=5,
                        help="trials per protocol variant for the gap reasons (0: skip)")
     table.add_argument("--only", nargs="+", help="Table 1 row names to run (default: all)")

@@ -67,6 +67,28 @@ def test_mincut3_variants(two_blobs):
     assert np.all(np.asarray(shuffled[:, obs].sum(axis=1)).ravel() >= 1)
 
 
+def test_mincut3_directed_arcs(two_blobs):
+    """The directed Mincut-3 of the protocol variant: A[i, j] = 1 iff i chose j; its
+    symmetrisation is the paper's undirected graph; a trial runs with either direction."""
+    D, y = two_blobs
+    observed = y >= 0
+    A = mc.mincut3_weights(D, observed, directed=True)
+    assert np.all(np.asarray(A.sum(axis=1)).ravel() == 3) and A.diagonal().sum() == 0
+    W = (A + A.T).tocsr()
+    W.data[:] = 1.0
+    assert (W != mc.mincut3_weights(D, observed)).nnz == 0
+    rng = np.random.default_rng(0)
+    X = np.concatenate([rng.normal(0, 1, (30, 3)), rng.normal(4, 1, (30, 3))])
+    data = {"name": "blobs", "X": X, "y": np.repeat([0, 1], 30),
+            "categorical": np.zeros(3, bool)}
+    spec = {"name": "blobs", "L": 6, "U": 40, "metric": "euclidean", "noise": 0.0}
+    for arcs in ("undirected", "into", "out_of"):
+        acc = table1_trial(data, spec, seed=1, n_deltas=5, mincut3_arcs=arcs)
+        assert 0.9 <= acc["mincut3"] <= 1.0  # two well-separated blobs
+    with pytest.raises(ValueError, match="mincut3_arcs"):
+        table1_trial(data, spec, seed=1, n_deltas=5, mincut3_arcs="both")
+
+
 def _data_dir():
     d = os.environ.get("GRAPHSSL_DATA")
     if d is None or not (Path(d) / "monks1.npz").exists():
@@ -102,3 +124,23 @@ def test_draw_and_noise_on_tae():
         table1_trial(data, spec, seed=1, swap=True)
     with pytest.raises(ValueError, match="scaling"):
         table1_trial(table1_dataset("bupa", _data_dir()), TABLE1[8], scaling="unit")
+
+
+def test_gap_reason_counts_single_draws_near_the_paper(monkeypatch):
+    """benchmarks/mincut_gaps.py: a cell is put down to the split when at least 10 % of our
+    single draws land within 5 points of the paper's number, and only then."""
+    import pathlib
+
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+    from mincut_gaps import reason, single_draw_spread
+
+    draws = [60.0, 62.0, 70.0, 71.0, 64.0, 66.0, 59.0, 61.0, 63.0, 75.0]  # mean 65.1
+    spread = single_draw_spread(draws, 72.0)
+    assert spread == {"within_tolerance": 3, "draws": 10, "quantile_of_paper": 0.9,
+                      "min": 59.0, "max": 75.0}
+    row = {"_paper": {}}
+    assert reason("delta_opt", 65.1, 1.6, 72.0, row, {}, spread=spread).startswith(
+        "split: 3 of our 10 single draws")
+    far = single_draw_spread(draws, 90.0)
+    assert far["within_tolerance"] == 0
+    assert reason("delta_opt", 65.1, 1.6, 90.0, row, {}, spread=far) == "not explained"

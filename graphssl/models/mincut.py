@@ -54,6 +54,7 @@ __all__ = [
     "as_weight_matrix",
     "scale_unlabelled_edges",
     "cut_network",
+    "arc_network",
     "expansion_network",
     "cut_value",
     "potts_energy",
@@ -249,6 +250,38 @@ def cut_network(graph, labels, observed=None, *, alpha: float = 1.0) -> CutNetwo
         reverse_capacities=w.copy(),
         source_capacity=np.where(positive, big, 0.0),
         sink_capacity=np.where(negative, big, 0.0),
+        terminal_capacity=big,
+    )
+
+
+def arc_network(arcs, labels, observed=None) -> CutNetwork:
+    """The network of Sec. 2 with *directed* example arcs: capacity ``arcs[i, j]`` on the arc
+    ``i -> j`` only (paid when i is on the ``v+`` side and j on the ``v-`` side). A protocol
+    variant, not the paper's algorithm (whose edges are undirected, :func:`cut_network`): it
+    is what a max-flow code computes when each example's neighbour list is entered as one arc
+    per neighbour, measured in ``benchmarks/mincut_gaps.py`` against Table 1's Mincut-3.
+    Terminal arcs as in :func:`cut_network`, ``M = 2 sum(arcs) + 1`` (above any cut that
+    avoids the terminal arcs).
+    """
+    A = sp.csr_matrix(arcs, dtype=np.float64)
+    n = A.shape[0]
+    if A.shape != (n, n) or (A.nnz and (A.data.min() < 0 or not np.all(np.isfinite(A.data)))):
+        raise ValueError("arcs: a square matrix of finite, non-negative capacities")
+    labels, observed = _check_binary(labels, observed, n)
+    both = (A + A.T).tocoo()
+    upper = both.row < both.col
+    i, j = both.row[upper].astype(np.int64), both.col[upper].astype(np.int64)
+    forward = np.asarray(A[i, j]).ravel()
+    backward = np.asarray(A[j, i]).ravel()
+    big = 2.0 * float(A.sum()) + 1.0
+    return CutNetwork(
+        n_nodes=n,
+        senders=i,
+        receivers=j,
+        capacities=forward,
+        reverse_capacities=backward,
+        source_capacity=np.where(observed & (labels == 1), big, 0.0),
+        sink_capacity=np.where(observed & (labels == 0), big, 0.0),
         terminal_capacity=big,
     )
 

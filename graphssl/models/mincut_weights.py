@@ -135,14 +135,16 @@ def averaging_knn_weights(indices, k: int) -> sp.csr_matrix:
 
 
 def mincut3_weights(distances, observed, *, from_unlabelled_only: bool = False,
-                    tie_break=None) -> sp.csr_matrix:
+                    tie_break=None, directed: bool = False) -> sp.csr_matrix:
     """Mincut-3 (Sec. 5.1): every example is joined (weight 1) to its nearest labelled example
     and to the two nearest other examples overall; the union of these edges, undirected.
 
     ``from_unlabelled_only=True`` draws the three edges from the unlabelled examples only (the
     paper's first sentence, "we connect each unlabeled example ..."). Equal distances are
     broken by index, or by a random order when ``tie_break`` is a ``numpy`` Generator
-    (Hamming distances tie a lot).
+    (Hamming distances tie a lot). ``directed=True`` returns the un-symmetrised choice
+    ``A[i, j] = 1`` iff i chose j (for :func:`graphssl.models.mincut.arc_network`, a protocol
+    variant); the undirected weights are ``min(A + A^T, 1)``.
     """
     D = np.array(distances, dtype=np.float64)
     n = D.shape[0]
@@ -158,6 +160,11 @@ def mincut3_weights(distances, observed, *, from_unlabelled_only: bool = False,
     if from_unlabelled_only:
         idx = np.where(observed[:, None], rows[:, None], idx)  # self-loops are dropped below
     A = _directed(idx, 1.0, n)
+    if directed:
+        A.setdiag(0)
+        A.eliminate_zeros()
+        A.data[:] = 1.0
+        return A
     W = sp.csr_matrix(A + A.T)
     W.setdiag(0)
     W.eliminate_zeros()
