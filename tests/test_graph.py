@@ -77,6 +77,26 @@ def test_knn_search_gemm_neighbours_crowded_into_one_column_group():
     assert np.array_equal(idx, ref_idx)
 
 
+def test_exact_distances_over_blocks_and_threads(monkeypatch):
+    """The float64 re-ranking: row blocks split over threads give the distances of x - y
+    (relative 1e-10), near-duplicates recomputed from the differences (a duplicate at 0)."""
+    from graphssl import neighbors
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(1500, 300)) + 50.0  # large norms: cancellation-prone
+    X[7] = X[3]
+    X[8] = X[3] + 1e-6
+    indices = rng.integers(0, 1500, size=(1500, 12))
+    indices[3, :3] = [7, 8, 3]
+    direct = np.linalg.norm(X[indices] - X[:, None, :], axis=2)
+    monkeypatch.setattr(neighbors, "_PRODUCTS_PER_THREAD", 1000)
+    for threads in (1, 3):
+        monkeypatch.setattr(neighbors, "_threads", lambda threads=threads: threads)
+        got = neighbors._exact_distances(X, indices)
+        np.testing.assert_allclose(got, direct, rtol=1e-10, atol=0)
+        assert got[3, 0] == 0.0 and got[3, 2] == 0.0
+
+
 def test_knn_search_pca_candidates_reranked_exactly():
     # 5 latent dimensions in 40: the 8 leading principal components hold the neighbours
     rng = np.random.default_rng(2)
