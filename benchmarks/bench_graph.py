@@ -44,6 +44,8 @@ DEFAULT_DATA = HERE.parent.parent / "shared" / "datasets"
 METHODS = {
     "sklearn_kneighbors_graph": ("scikit-learn kneighbors_graph(mode='distance'), n_jobs=-1", True),
     "graphssl_brute": ("graphssl knn_search(method='brute'): blocked exact", True),
+    "graphssl_gemm": ("graphssl knn_search(method='gemm'): float32 GEMM + exact two-stage "
+                      "top-k in JAX, float64 re-rank", True),
     "graphssl_kdtree": ("graphssl knn_search(method='kdtree'): scipy cKDTree", True),
     "graphssl_nndescent": ("graphssl knn_search(method='nndescent'): pynndescent", False),
     "graphssl_pca": ("graphssl knn_search(method='pca'): exact search of 3k candidates on 64 "
@@ -131,6 +133,7 @@ def _jax_blocked(X, k, block_bytes=64 * 2**20):
 RUNNERS = {
     "sklearn_kneighbors_graph": _sklearn,
     "graphssl_brute": _graphssl("brute"),
+    "graphssl_gemm": _graphssl("gemm"),
     "graphssl_kdtree": _graphssl("kdtree"),
     "graphssl_nndescent": _graphssl("nndescent"),
     "graphssl_auto": _graphssl("auto"),
