@@ -140,6 +140,19 @@ def loo_select(diff, y, lab_idx, eta):
     return best[1], best[2], best[0]
 
 
+def split_run(diff, y, lab_idx, eta, k, tau, gamma):
+    """One split-run of the Sec. 5 protocol: ``(model, Parzen-window labels)`` on D_tau of the
+    k-NN graph (alpha 0.5, eta known, float32); the Parzen labels also start the chain."""
+    labels = np.full(y.size, -1)
+    labels[lab_idx] = y[lab_idx]
+    D = diff.pmfs(k, tau)
+    parzen = parzen_scores(D, labels, eta).argmax(1)
+    model = DirichletDiffusionMixture.create(diff.graph(k), labels, eta.size, alpha=0.5,
+                                             gamma=gamma, class_prior=eta, diffusion=D,
+                                             dtype=np.float32)
+    return model, parzen
+
+
 def accuracy(pred, y, lab_idx):
     test = np.ones(y.size, bool)
     test[lab_idx] = False
@@ -188,14 +201,9 @@ def run_dataset(name, args, key):
                 k, tau, loo = 10, 5.0, None
             else:
                 k, tau, loo = loo_select(diff, y, lab_idx, eta)
-            labels = np.full(y.size, -1)
-            labels[lab_idx] = y[lab_idx]
-            D = diff.pmfs(k, tau)
-            parzen = parzen_scores(D, labels, eta).argmax(1)
+            model, parzen = split_run(diff, y, lab_idx, eta, k, tau, gamma=0.0)
             inits.append(parzen)
-            models.append(DirichletDiffusionMixture.create(
-                diff.graph(k), labels, C, alpha=0.5, gamma=0.0, class_prior=eta,
-                diffusion=D, dtype=np.float32))
+            models.append(model)
             meta.append(dict(labels=L, split=s, k=k, tau=tau, loo_error=loo,
                              parzen=accuracy(parzen, y, lab_idx)))
     # cross-check our Parzen with the library's on one split

@@ -35,12 +35,11 @@ from bench_diffusion_mixture import (
     accuracy,
     load,
     loo_select,
-    parzen_scores,
     peers,
+    split_run,
 )
 
 from graphssl.inference import diffusion_mixture_sampler as dms
-from graphssl.models.diffusion_mixture import DirichletDiffusionMixture
 
 GAMMA = 0.8
 LABELS = 100
@@ -59,14 +58,9 @@ def run_dataset(name, args, key):
     models, inits, meta = [], [], []
     for s, lab_idx in enumerate(splits[LABELS]):
         k, tau, loo = loo_select(diff, y, lab_idx, eta)
-        labels = np.full(y.size, -1)
-        labels[lab_idx] = y[lab_idx]
-        D = diff.pmfs(k, tau)
-        parzen = parzen_scores(D, labels, eta).argmax(1)
+        model, parzen = split_run(diff, y, lab_idx, eta, k, tau, gamma=GAMMA)
         inits.append(parzen)
-        models.append(DirichletDiffusionMixture.create(
-            diff.graph(k), labels, C, alpha=0.5, gamma=GAMMA, class_prior=eta, diffusion=D,
-            dtype=np.float32))
+        models.append(model)
         meta.append(dict(split=s, k=k, tau=tau, loo_error=loo,
                          parzen=accuracy(parzen, y, lab_idx)))
     batch = dms.stack_models(models, width=96)
