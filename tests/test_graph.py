@@ -63,14 +63,28 @@ def test_knn_search_gemm_is_exact_with_ties_and_duplicates():
         assert not np.any(idx == np.arange(len(data))[:, None])
 
 
-def test_knn_search_gemm_neighbours_crowded_into_one_column_group():
-    """The two-stage top-k keeps the groups of 32 columns with the largest maxima: points
-    sorted along a curve put all of a point's neighbours in one or two groups, so the kept
-    groups must hold several candidates each (n not a multiple of the group or block size)."""
+@pytest.mark.parametrize("layout", ["curve_order", "one_group_per_stretch"])
+def test_knn_search_gemm_neighbours_crowded_into_one_column_group(layout):
+    """The two-stage top-k keeps the column groups (group g: columns g, g + n_groups, ...;
+    16 per group) with the largest maxima: points along a curve placed so that each stretch
+    of 16 consecutive points fills one group put all of a point's neighbours in one or two
+    groups, so the kept groups must hold several candidates each; also the plain curve order
+    (n = 601: not a multiple of the group or block size, padded columns)."""
+    from graphssl import neighbors
+
     rng = np.random.default_rng(3)
-    t = np.sort(rng.uniform(0, 10, size=601))
-    X = np.column_stack([np.cos(t), np.sin(t), t]) + 1e-3 * rng.normal(size=(601, 3))
-    X = np.column_stack([X, np.zeros((601, 27))])  # d = 30 > 8: not the KD-tree's regime
+    n, group = 601, 16
+    assert neighbors._GEMM_GROUP == group  # the layout below is built for this group size
+    n_groups = -(-n // group)
+    j = np.arange(group * n_groups)
+    column = (j % group) * n_groups + j // group  # curve point j -> a column in group j // 16
+    if layout == "curve_order":
+        column = j
+    keep = column < n
+    t = np.sort(rng.uniform(0, 10, size=j.size))[keep]
+    curve = np.column_stack([np.cos(t), np.sin(t), t]) + 1e-3 * rng.normal(size=(n, 3))
+    X = np.zeros((n, 30))  # d = 30 > 8: not the KD-tree's regime
+    X[column[keep], :3] = curve
     idx, dist = G.knn_search(X, 9, method="gemm")
     ref_idx, ref_dist = _reference_knn(X, 9)
     np.testing.assert_allclose(dist, ref_dist, rtol=1e-9, atol=1e-12)
