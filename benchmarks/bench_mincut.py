@@ -18,14 +18,17 @@
 3. The gap reasons (``table1`` with ``--variant-trials``, default 5; ``mincut_gaps.py``): for
    every Table 1 cell more than 5 points from the paper, the protocol variants the paper
    leaves open (feature scaling, which class is ``v+``, delta_1/2 rounding, Mincut-3 ties and
-   arc direction, ID3 windowing, metric, noise level, MONK-2's L, the delta_opt range), the
-   spread of single draws (every row keeps its per-draw accuracies) and data checks (Musk
-   at the class prior of Musk version 2, TAE targets and duplicates, leave-one-out 3-NN),
+   arc direction, ID3 windowing, metric, the information-gain constant b, unknown values as
+   wildcards, noise level, MONK-2's L, the delta_opt range), the spread of single draws
+   (every row keeps its per-draw accuracies) and data checks (Musk at the class prior of
+   Musk version 2, as a block of the file or whole molecules; Pima's zeros as missing;
+   unknown votes / stalk-roots imputed; TAE targets and duplicates, leave-one-out 3-NN),
    each measured; the reasons table goes into ``mincut_table1.json``. Rows can be run in
    parallel with ``--only ... --tag ...`` and joined with ``merge-table1``.
 
     .venv/bin/python benchmarks/bench_mincut.py speed [--sizes 10000 100000 1000000]
     .venv/bin/python benchmarks/bench_mincut.py table1 [--trials 50] [--variant-trials 5]
+        [--only ROW ... --tag TAG] [--variants-only NAME ... | --checks-only]
     .venv/bin/python benchmarks/bench_mincut.py merge-table1 results/mincut_table1_*.json
 
 Each prints a table and writes JSON to ``benchmarks/results/``. Max-flow runs on the CPU
@@ -154,9 +157,11 @@ def _fmt(row):
     )
 
 
-def run_table1(trials: int, seed: int = 0, variant_trials: int = 0, only=None, variants_only=None):
+def run_table1(trials: int, seed: int = 0, variant_trials: int = 0, only=None, variants_only=None,
+               with_checks=True):
     """Table 1 (means and standard errors in points, paper beside); with ``variant_trials``
-    also the protocol variants, data checks and the gap-reason table (``mincut_gaps``)."""
+    also the protocol variants (``variants_only``: these, ``[]``: none), the data checks
+    (``with_checks``) and the gap-reason table (``mincut_gaps``)."""
     from mincut_gaps import data_checks, summarize_draws, trial_draws, variant_means
 
     from graphssl.data import data_dir_from_env
@@ -180,8 +185,8 @@ def run_table1(trials: int, seed: int = 0, variant_trials: int = 0, only=None, v
         print(f"{spec['name']:>7} {spec['L']:>4}+{spec['U']:<5} {cells}", flush=True)
         if variant_trials:
             variants[spec["name"]] = variant_means(data, spec, variant_trials, seed, variants_only)
-            checks[spec["name"]] = ({} if variants_only else
-                                    data_checks(data, spec, variant_trials, seed))
+            checks[spec["name"]] = (data_checks(data, spec, variant_trials, seed)
+                                    if with_checks else {})
             for name, m in {**variants[spec["name"]], **checks[spec["name"]]}.items():
                 print(f"        {name:>26}: " + " ".join(f"{k}={v:5.1f}" for k, v in m.items()),
                       flush=True)
@@ -269,6 +274,8 @@ def main(argv=None):
     table.add_argument("--only", nargs="+", help="Table 1 row names to run (default: all)")
     table.add_argument("--tag", default="part", help="file suffix of an --only run")
     table.add_argument("--variants-only", nargs="+", help="run only these variants (no checks)")
+    table.add_argument("--checks-only", action="store_true",
+                       help="run the data checks and no protocol variant")
     merge = sub.add_parser("merge-table1", help="merge --only runs into mincut_table1.json")
     merge.add_argument("paths", nargs="+")
     args = parser.parse_args(argv)
@@ -283,8 +290,10 @@ def main(argv=None):
         out = merge_table1(args.paths)
         path = RESULTS / "mincut_table1.json"
     else:
+        variants_only = [] if args.checks_only else args.variants_only
         out = run_table1(args.trials, variant_trials=args.variant_trials, only=args.only,
-                         variants_only=args.variants_only)
+                         variants_only=variants_only, with_checks=args.checks_only
+                         or not args.variants_only)
         path = RESULTS / ("mincut_table1.json" if not args.only else
                           f"mincut_table1_{args.tag}.json")
     path.write_text(json.dumps({"environment": environment(), **out}, indent=1))

@@ -275,6 +275,35 @@ def test_information_gain_distance():
     assert mc.hamming_distances(codes)[0, 3] == 2
 
 
+def test_missing_values_as_wildcards():
+    """``missing``: an attribute unknown in either example is not counted; per-attribute
+    codes (-1: the attribute has no unknown value) leave the other attributes' code 0 alone."""
+    codes = np.array([[0, 2, 0], [1, 2, 1], [2, 0, 0]])
+    assert mc.hamming_distances(codes).tolist() == [[0, 2, 2], [2, 0, 3], [2, 3, 0]]
+    assert mc.hamming_distances(codes, missing=0).tolist() == [[0, 0, 0], [0, 0, 1],
+                                                               [0, 1, 0]]
+    per_attribute = np.array([0, -1, -1])  # only the first attribute's 0 means "?"
+    assert mc.hamming_distances(codes, missing=per_attribute).tolist() == [[0, 1, 1],
+                                                                           [1, 0, 3],
+                                                                           [1, 3, 0]]
+    gains = np.array([0.5, 1.0, 0.0])
+    cost = np.logaddexp(0.0, 10.0 * gains)
+    D = mc.information_gain_distances(codes, gains, missing=per_attribute)
+    np.testing.assert_allclose(D[1], [cost[2], 0.0, cost[0] + cost[1] + cost[2]])
+
+
+def test_information_gain_b_reorders_nearest_examples():
+    """Sec. 5.1 says b and c only move the delta at which the Mincut-delta variants settle;
+    they do change which example is nearest: at small b the order is Hamming's, at large b
+    the gain-weighted one."""
+    codes = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 1]])
+    gains = np.array([0.9, 0.1, 0.1])
+    small = mc.information_gain_distances(codes, gains, b=0.1)
+    large = mc.information_gain_distances(codes, gains, b=100.0)
+    assert small[0, 1] < small[0, 2]  # one differing attribute beats two
+    assert large[0, 1] > large[0, 2]  # one high-gain attribute costs more than two low-gain
+
+
 def test_bad_input_is_rejected():
     W = np.array([[0, 1.0], [2.0, 0]])
     with pytest.raises(ValueError, match="symmetric"):

@@ -126,6 +126,29 @@ def test_draw_and_noise_on_tae():
         table1_trial(table1_dataset("bupa", _data_dir()), TABLE1[8], scaling="unit")
 
 
+def test_votes_unknown_values_as_wildcards():
+    """The votes' '?' (code 0 of every vote) is found from the stored categories; with
+    ``missing="wildcard"`` it matches any vote, so distances can only shrink; a set with no
+    unknown value rejects the option."""
+    data = table1_dataset("house_votes_84", _data_dir())
+    assert data["missing_codes"].tolist() == [0] * 16
+    assert "missing_codes" not in table1_dataset("monks1", _data_dir())
+    mush = table1_dataset("mushroom", _data_dir())
+    assert np.flatnonzero(mush["missing_codes"] >= 0).tolist() == [10]  # stalk-root only
+    codes = data["X"][:40]
+    plain = mc.hamming_distances(codes)
+    wild = mc.hamming_distances(codes, missing=data["missing_codes"])
+    assert np.all(wild <= plain) and np.any(wild < plain)
+    spec = next(r for r in TABLE1 if r["name"] == "Voting")
+    acc = table1_trial(data, spec, seed=0, n_deltas=4, missing="wildcard", infogain_b=1.0)
+    assert all(0.0 <= v <= 1.0 for v in acc.values())
+    with pytest.raises(ValueError, match="no unknown values"):
+        monk = next(r for r in TABLE1 if r["name"] == "MI")
+        table1_trial(table1_dataset("monks1", _data_dir()), monk, missing="wildcard")
+    with pytest.raises(ValueError, match="missing"):
+        table1_trial(data, spec, missing="drop")
+
+
 def test_gap_reason_counts_single_draws_near_the_paper(monkeypatch):
     """benchmarks/mincut_gaps.py: a cell is put down to the split when at least 10 % of our
     single draws land within 5 points of the paper's number, and only then."""
@@ -144,3 +167,20 @@ def test_gap_reason_counts_single_draws_near_the_paper(monkeypatch):
     far = single_draw_spread(draws, 90.0)
     assert far["within_tolerance"] == 0
     assert reason("delta_opt", 65.1, 1.6, 90.0, row, {}, spread=far) == "not explained"
+
+
+def test_gap_reason_from_the_rows_baselines(monkeypatch):
+    """A mincut cell off the same way as the row's 3-NN (which shares only the metric and the
+    data copy) gets that reason; as the row's 3-NN and ID3 both, the data-copy reason; a
+    3-NN off the *other* way, or a baseline cell itself, gets neither."""
+    import pathlib
+
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+    from mincut_gaps import reason
+
+    row = {"knn3": 79.7, "id3": 83.4, "_paper": {"knn3": 69.6, "id3": 88.6}}
+    assert "3-NN, which shares only the metric" in reason("delta_opt", 92.1, 0.1, 81.6, row, {})
+    assert reason("delta_opt", 71.0, 0.1, 81.6, row, {}) == "not explained"  # other way
+    assert reason("knn3", 79.7, 0.1, 69.6, row, {}) == "not explained"
+    both = {"knn3": 65.3, "id3": 62.5, "_paper": {"knn3": 87.0, "id3": 83.5}}
+    assert "data copy or split differs" in reason("delta_0", 67.5, 0.1, 91.0, both, {})

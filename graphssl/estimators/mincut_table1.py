@@ -22,6 +22,7 @@ variant, the noise level); ``benchmarks/bench_mincut.py gaps`` measures each of 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -62,22 +63,26 @@ TABLE1 = [
 ]
 
 
-def distance_matrix(X, metric: str, labels=None, observed=None) -> np.ndarray:
-    """Dense distances under ``metric``; ``"infogain"`` needs the labelled data."""
+def distance_matrix(X, metric: str, labels=None, observed=None, *, b: float = 10.0,
+                    missing=None) -> np.ndarray:
+    """Dense distances under ``metric``; ``"infogain"`` needs the labelled data and takes the
+    constant ``b`` of Sec. 5.1; ``missing`` (categorical metrics): the code of an unknown
+    value, counted as agreeing with anything (default: one more category)."""
     if metric == "euclidean":
         return mc.euclidean_distances(X)
     if metric == "hamming":
-        return mc.hamming_distances(X)
+        return mc.hamming_distances(X, missing=missing)
     if metric == "infogain":
         gains = mc.information_gain(X, labels, observed)
-        return mc.information_gain_distances(X, gains)
+        return mc.information_gain_distances(X, gains, b=b, missing=missing)
     raise ValueError(f"metric: unknown {metric!r}; use one of {_METRICS}")
 
 
 def table1_dataset(name: str, data_dir) -> dict:
     """Load a shared UCI set: ``X`` for the metric (attribute codes for categorical sets),
-    ``categorical`` (which columns ID3 splits multiway), ``y``, and the fixed train/test
-    blocks of the MONK's problems."""
+    ``categorical`` (which columns ID3 splits multiway), ``y``, the fixed train/test
+    blocks of the MONK's problems, and ``missing_codes`` (the code of ``?`` per attribute, -1
+    where it has none) for the sets with unknown values (votes, mushroom's stalk-root)."""
     z = np.load(Path(data_dir) / f"{name}.npz")
     y = z["y"].astype(np.int64)
     if "X_codes" in z.files:
@@ -90,6 +95,13 @@ def table1_dataset(name: str, data_dir) -> dict:
         X = z["X"].astype(np.float64)
         categorical = np.zeros(X.shape[1], bool)
     out = {"name": name, "X": X, "categorical": categorical, "y": y}
+    if "molecule" in z.files:  # Musk: which molecule each conformation belongs to
+        out["molecule"] = z["molecule"]
+    if "categories_json" in z.files:  # the code of "?" per attribute, -1 where none
+        values = json.loads(str(z["categories_json"]))
+        codes = np.array([v.index("?") if "?" in v else -1 for v in values])
+        if np.any(codes >= 0):
+            out["missing_codes"] = codes
     if "train_idx" in z.files and name.startswith("monks"):
         out["train_idx"], out["test_idx"] = z["train_idx"], z["test_idx"]
     return out
@@ -142,10 +154,21 @@ def _arc_accuracy(chosen, arcs, labels, observed, u, y_all):
     return float(np.mean(out[u] == y_all[u]))
 
 
+def _missing_codes(data, missing):
+    if missing == "category":
+        return None
+    if missing != "wildcard":
+        raise ValueError(f"missing: 'category' or 'wildcard', got {missing!r}")
+    if "missing_codes" not in data:
+        raise ValueError(f"missing='wildcard': {data['name']} has no unknown values")
+    return data["missing_codes"]
+
+
 def table1_trial(data, spec, seed=0, n_deltas: int = 40, *, scaling="none", swap=False,
                  half_rule="at_least", metric=None, mincut3_ties="index",
                  mincut3_unlabelled_only=False, mincut3_arcs="undirected", id3_window=0.2,
-                 noise=None, L=None, delta_top=0.6) -> dict:
+                 noise=None, L=None, delta_top=0.6, infogain_b=10.0,
+                 missing="category") -> dict:
     """Accuracies (fractions) of the six Table 1 columns on one random L/U draw.
 
     ``spec`` is a :data:`TABLE1` row. Options (defaults = our reading of the paper):
@@ -156,7 +179,10 @@ def table1_trial(data, spec, seed=0, n_deltas: int = 40, *, scaling="none", swap
     (binary sets: "undirected", the paper's edges; "into": each example's three edges as arcs
     into it from the chosen examples; "out_of": arcs from it to them), ``id3_window``
     (``None``: ID3 without windowing), ``noise`` and ``L`` (override the row's), ``delta_top``
-    (the largest distance quantile on the delta_opt grid). Accuracy is
+    (the largest distance quantile on the delta_opt grid), ``infogain_b`` (the ``b`` of the
+    information-gain metric, Sec. 5.1), ``missing`` ("category": an unknown value ``?`` is
+    one more value; "wildcard": it agrees with any value, for the sets whose load gave
+    ``missing_codes``). Accuracy is
     measured against the true labels of U; the extra key ``id3_plain`` is ID3 without
     windowing.
     """
@@ -177,7 +203,8 @@ def table1_trial(data, spec, seed=0, n_deltas: int = 40, *, scaling="none", swap
     X = data["X"][idx]
     if not data["categorical"].any():
         X = _scale(X, scaling)
-    D = distance_matrix(X, metric or spec["metric"], labels, observed)
+    D = distance_matrix(X, metric or spec["metric"], labels, observed, b=infogain_b,
+                        missing=_missing_codes(data, missing))
 
     def accuracy(W):
         out, _ = mincut_classify(W, labels, observed)

@@ -38,10 +38,25 @@ def euclidean_distances(X) -> np.ndarray:
     return np.sqrt(d2)
 
 
-def hamming_distances(codes) -> np.ndarray:
-    """Number of differing categorical attributes, the L0 distance of Sec. 5.1."""
+def _differing(codes, missing=None) -> np.ndarray:
+    """``[n, n, attributes]`` bools: where two examples' attribute codes differ; with
+    ``missing`` (a code), an attribute missing in either example counts as agreeing."""
     codes = np.asarray(codes)
-    return np.sum(codes[:, None, :] != codes[None, :, :], axis=2).astype(np.float64)
+    differ = codes[:, None, :] != codes[None, :, :]
+    if missing is not None:
+        known = codes != missing
+        differ &= known[:, None, :] & known[None, :, :]
+    return differ
+
+
+def hamming_distances(codes, *, missing=None) -> np.ndarray:
+    """Number of differing categorical attributes, the L0 distance of Sec. 5.1.
+
+    ``missing``: the code of an unknown value (e.g. the ``?`` of the UCI files); when given,
+    an attribute unknown in either example is not counted (a wildcard). By default an
+    unknown value is one more category.
+    """
+    return np.sum(_differing(codes, missing), axis=2).astype(np.float64)
 
 
 def _entropy(y) -> float:
@@ -66,21 +81,23 @@ def information_gain(codes, labels, observed) -> np.ndarray:
     return gains
 
 
-def information_gain_distances(codes, gains, *, b: float = 10.0, c: float = 1.0) -> np.ndarray:
+def information_gain_distances(codes, gains, *, b: float = 10.0, c: float = 1.0,
+                               missing=None) -> np.ndarray:
     """``-log w(x, y)`` for the information-gain weighting of Sec. 5.1:
 
         w(x, y) = prod_{a : x(a) != y(a)} c / (1 + exp(b gain_a)),
 
     so the distance is ``sum_{a : x(a) != y(a)} log((1 + exp(b gain_a)) / c)`` and the
     Mincut-delta threshold ``w > exp(-delta)`` is ``distance < delta``. ``c < 2`` keeps each
-    term positive; b and c only move the delta at which the variants settle (Sec. 5.1).
+    term positive; b and c only move the delta at which the variants settle (Sec. 5.1), but
+    they do change which examples are nearest (Mincut-3, 3-NN): ``b -> 0`` gives plain Hamming
+    order, large ``b`` the gain-weighted Hamming order. ``missing``: as in
+    :func:`hamming_distances`.
     """
     if not (b >= 0 and 0 < c < 2):
         raise ValueError(f"b, c: need b >= 0 and 0 < c < 2 (positive distances), got {b}, {c}")
-    codes = np.asarray(codes)
-    cost = np.log1p(np.exp(b * np.asarray(gains, dtype=np.float64))) - np.log(c)
-    differ = codes[:, None, :] != codes[None, :, :]
-    return np.tensordot(differ, cost, axes=([2], [0]))
+    cost = np.logaddexp(0.0, b * np.asarray(gains, dtype=np.float64)) - np.log(c)
+    return np.tensordot(_differing(codes, missing), cost, axes=([2], [0]))
 
 
 # ----------------------------------------------------------------------------- weights
