@@ -33,8 +33,13 @@ against the exact neighbour distances is stored with the graph times, and so is 
 builder's first call (imports; JAX compiles the gemm search, numba compiles pynndescent),
 which the best-of-repeats times leave out.
 
-Usage: ``python benchmarks/bench_baselines.py [--quick] [--repeats 3]``; writes
-``benchmarks/results/bench_baselines.json`` and prints the tables.
+``_jax``: the same CG in JAX (``method="jax_cg"``) on the default device; on a GPU machine
+(``benchmarks/gpu_session.sh 6``) the gemm search and this solve run on the GPU, the peers on
+its CPU, and the device is in the JSON's ``meta``.
+
+Usage: ``python benchmarks/bench_baselines.py [--quick] [--repeats 3] [--datasets usps_full
+digit1] [--tag TAG]``; writes ``benchmarks/results/bench_baselines[_TAG].json`` and prints
+the tables.
 """
 
 from __future__ import annotations
@@ -103,6 +108,8 @@ def _ours(C):
         f"lgc@{LOOSE_TOL:g}": lgc_(tol=LOOSE_TOL),
         f"grf_sym@{LOOSE_TOL:g}_f32": grf(normalize_graph=True, tol=LOOSE_TOL, dtype=np.float32),
         f"lgc@{LOOSE_TOL:g}_f32": lgc_(tol=LOOSE_TOL, dtype=np.float32),
+        f"grf_sym@{LOOSE_TOL:g}_f32_jax": grf(normalize_graph=True, tol=LOOSE_TOL,
+                                               dtype=np.float32, method="jax_cg"),
     }
 
 
@@ -199,6 +206,7 @@ def run_dataset(name, X, y, splits, repeats):
         "ours_gemm+grf_sym@1e-3": ("ours_gemm", f"grf_sym@{LOOSE_TOL:g}"),
         "ours_gemm+grf_sym@1e-3_f32": ("ours_gemm", f"grf_sym@{LOOSE_TOL:g}_f32"),
         "ours_nndescent+grf_sym@1e-3_f32": ("ours_nndescent", f"grf_sym@{LOOSE_TOL:g}_f32"),
+        "ours_gemm+grf_sym@1e-3_f32_jax": ("ours_gemm", f"grf_sym@{LOOSE_TOL:g}_f32_jax"),
         "gl+gl_laplace": ("graphlearning", "gl_laplace"),
     }
     solvers["grf_sym_on_pca_graph@1e-3"] = (_ours(C)[f"grf_sym@{LOOSE_TOL:g}"],
@@ -241,7 +249,8 @@ def _mean(runs, key):
 def _ratios(record):
     solve, e2e = record["solve"], record["end_to_end"]
     out = {"solve (a)": {}, "end_to_end (b)": {}}
-    for ours in ("grf_sym", f"grf_sym@{LOOSE_TOL:g}", f"grf_sym@{LOOSE_TOL:g}_f32", "lgc",
+    for ours in ("grf_sym", f"grf_sym@{LOOSE_TOL:g}", f"grf_sym@{LOOSE_TOL:g}_f32",
+                 f"grf_sym@{LOOSE_TOL:g}_f32_jax", "lgc",
                  f"lgc@{LOOSE_TOL:g}", f"lgc@{LOOSE_TOL:g}_f32", "grf_on_gl_graph",
                  f"grf_on_gl_graph@{LOOSE_TOL:g}"):
         t = _mean(solve[ours], "seconds")
@@ -250,7 +259,8 @@ def _ratios(record):
             out["solve (a)"][f"{peer} / {ours}"] = _mean(solve[peer], "seconds") / t
     for ours in ("ours_exact+grf_sym", "ours_exact+grf_sym@1e-3", "ours_pca+grf_sym@1e-3",
                  "ours_pca+grf_sym@1e-3_f32", "ours_gemm+grf_sym", "ours_gemm+grf_sym@1e-3",
-                 "ours_gemm+grf_sym@1e-3_f32", "ours_nndescent+grf_sym@1e-3_f32"):
+                 "ours_gemm+grf_sym@1e-3_f32", "ours_nndescent+grf_sym@1e-3_f32",
+                 "ours_gemm+grf_sym@1e-3_f32_jax"):
         t = _mean(e2e[ours], "seconds")
         for peer in ("gl+gl_laplace", "sklearn_LabelPropagation", "sklearn_LabelSpreading"):
             out["end_to_end (b)"][f"{peer} / {ours}"] = _mean(e2e[peer], "seconds") / t
@@ -316,10 +326,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="Digit1 only, 3 splits, 1 round")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--datasets", nargs="+", default=["usps_full", "digit1"],
+                        choices=["usps_full", "digit1"])
+    parser.add_argument("--tag", default="",
+                        help="suffix of the JSON name (e.g. gpu: bench_baselines_gpu.json)")
     args = parser.parse_args()
     repeats = 1 if args.quick else args.repeats
     rows, sweep = [], {}
-    if not args.quick:
+    if not args.quick and "usps_full" in args.datasets:
         usps = load_dataset("usps_full")
         splits = list(random_splits(usps.y, 0.02, n_splits=5, seed=0))
         rows.append(run_dataset("usps_full 2%", usps.X, usps.y, splits, repeats))
@@ -327,11 +341,12 @@ def main():
         W = knn_graph(usps.X, K, sigma="kth_over_3").to_scipy()
         sweep = tolerance_sweep(W, usps.y, splits)
         print_sweep(sweep)
-    digit1 = load_dataset("digit1")
-    for L in (10, 100):
-        splits = list(digit1.splits[f"labeled_{L}"])[: 3 if args.quick else None]
-        rows.append(run_dataset(f"digit1 {L} labels", digit1.X, digit1.y, splits, repeats))
-        print_record(rows[-1])
+    if args.quick or "digit1" in args.datasets:
+        digit1 = load_dataset("digit1")
+        for L in (10, 100):
+            splits = list(digit1.splits[f"labeled_{L}"])[: 3 if args.quick else None]
+            rows.append(run_dataset(f"digit1 {L} labels", digit1.X, digit1.y, splits, repeats))
+            print_record(rows[-1])
     import importlib.metadata as md
 
     import scipy
@@ -345,7 +360,9 @@ def main():
             "repeats": repeats, "loose_tol": LOOSE_TOL,
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "loadavg_end": os.getloadavg()}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / ("bench_baselines_quick.json" if args.quick else "bench_baselines.json")
+    name = "bench_baselines" + ("_quick" if args.quick else "") + (f"_{args.tag}" if args.tag
+                                                                   else "")
+    path = RESULTS / f"{name}.json"
     path.write_text(json.dumps({"meta": meta, "datasets": rows, "tolerance_sweep": sweep},
                                indent=1))
     print(f"\nwrote {path}")

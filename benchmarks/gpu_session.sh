@@ -5,6 +5,8 @@
 #                                        # SW 1e6, chains, numpyro), Boltzmann SW learning
 #   bash benchmarks/gpu_session.sh 2     # main job 1e6 end to end, harmonic mixture 1e6, Potts
 #                                        # usps_full speed, Dirichlet mixture 24 split-runs
+#   bash benchmarks/gpu_session.sh 5     # gemm kNN at 1e6 on the GPU, Potts speed
+#   bash benchmarks/gpu_session.sh 6     # GRF vs GraphLearning / scikit-learn, usps_full, GPU
 #   bash benchmarks/gpu_session.sh smoke # every script at toy size (run it on a CPU first)
 #
 # Each script runs under its own time limit (`timeout`), so one that overruns leaves the others
@@ -62,6 +64,7 @@ case $part in
     run potts_speed 300 benchmarks/bench_potts.py speed --speed-splits 1 --repeats 1 --tag _smoke
     run diffusion_mixture 300 benchmarks/bench_diffusion_mixture.py --datasets digit1 --quick \
       --iterations 4 --burn-in 2 --out /tmp/dm_smoke.json
+    run baselines 300 benchmarks/bench_baselines.py --quick --tag smoke
     ;;
   1)
     run potts_large 280 benchmarks/bench_potts_large.py --n 1000000 --presets nmfB \
@@ -90,6 +93,11 @@ case $part in
       --knn-method gemm
     run potts_speed 150 benchmarks/bench_potts.py speed --speed-splits 2 --repeats 3 --tag _gpu \
       --n-large 0
+    ;;
+  6)  # issue 2 on a GPU: usps_full end to end, gemm search + JAX CG on the GPU, peers on its
+      # CPU (needs the graphlearning and annoy wheels in .whl besides arviz, pynndescent)
+    run baselines_gpu 420 benchmarks/bench_baselines.py --datasets usps_full --repeats 2 \
+      --tag gpu
     ;;
   *)
     echo "unknown part $part" >&2

@@ -291,3 +291,31 @@ def test_jax_cg_survives_an_underflowed_degree_in_float32():
         F = harmonic_function(W, labels, method="jax_cg", tol=1e-5)
     assert np.all(np.isfinite(F))
     np.testing.assert_allclose(F, ref, atol=1e-3)
+
+
+def test_jax_cg_compiles_once_across_labelled_sets():
+    """The nnz of ``L_UU`` changes with the labelled set; the JAX solve pads the stored
+    entries with zeros to a size bucket (multiples of 1/8 of the largest power of two <= nnz),
+    so a new split with the same number of unlabelled nodes reuses the compiled solve (each
+    new nnz was a recompilation: 0.15 s a call on Digit1), and the zeros change nothing."""
+    from graphssl.models.baselines import solvers
+
+    W = _random_graph(300, 0.02, 5)
+    rng = np.random.default_rng(7)
+    label_sets = []
+    for _ in range(4):
+        labels = np.full(W.shape[0], -1)
+        labels[rng.choice(W.shape[0], 9, replace=False)] = np.arange(9) % 3
+        label_sets.append(labels)
+    blocks = [W[np.ix_(u, u)] for u in (np.flatnonzero(lab < 0) for lab in label_sets)]
+    assert len({b.nnz for b in blocks}) == 4  # every split has its own nnz ...
+    assert len({solvers._padded_nnz(b).nnz for b in blocks}) == 1  # ... and one bucket
+    padded = solvers._padded_nnz(blocks[0])
+    x = rng.normal(size=blocks[0].shape[0])
+    np.testing.assert_allclose(padded @ x, blocks[0] @ x, rtol=1e-14)
+    harmonic_function(W, label_sets[0], method="jax_cg", tol=1e-10)
+    compiled = solvers._JAX_PCG._cache_size()
+    for labels in label_sets[1:]:
+        F = harmonic_function(W, labels, method="jax_cg", tol=1e-10)
+        np.testing.assert_allclose(F, _dense_harmonic(W, labels, 3), atol=1e-6)
+    assert solvers._JAX_PCG._cache_size() == compiled  # compiled once
