@@ -18,13 +18,16 @@
 3. The gap reasons (``table1`` with ``--variant-trials``, default 5; ``mincut_gaps.py``): for
    every Table 1 cell more than 5 points from the paper, the protocol variants the paper
    leaves open (feature scaling, which class is ``v+``, delta_1/2 rounding, Mincut-3 ties and
-   arc direction, ID3 windowing, metric, the information-gain constant b, unknown values as
-   wildcards, noise level, MONK-2's L, the delta_opt range), the spread of single draws
+   arc direction or no forced labelled neighbour, ID3 windowing, metric, the information-gain
+   constant b, unknown values as wildcards, noise level, MONK-2's L, the delta_opt range),
+   the spread of single draws
    (every row keeps its per-draw accuracies) and data checks (Musk at the class prior of
    Musk version 2, as a block of the file or whole molecules; Pima's zeros as missing;
    unknown votes / stalk-roots imputed; TAE targets and duplicates, leave-one-out 3-NN),
-   each measured; the reasons table goes into ``mincut_table1.json``. Rows can be run in
-   parallel with ``--only ... --tag ...`` and joined with ``merge-table1``.
+   each measured; the reasons table goes into ``mincut_table1.json``. Rows, variants or
+   checks can be run apart (``--only`` / ``--variants-only`` / ``--checks-only``, written to
+   ``mincut_table1_TAG.json``) and joined with ``merge-table1`` (the part with the most
+   draws gives a row's main-table numbers).
 
     .venv/bin/python benchmarks/bench_mincut.py speed [--sizes 10000 100000 1000000]
     .venv/bin/python benchmarks/bench_mincut.py table1 [--trials 50] [--variant-trials 5]
@@ -272,7 +275,9 @@ def main(argv=None):
     table.add_argument("--variant-trials", type=int, default=5,
                        help="trials per protocol variant for the gap reasons (0: skip)")
     table.add_argument("--only", nargs="+", help="Table 1 row names to run (default: all)")
-    table.add_argument("--tag", default="part", help="file suffix of an --only run")
+    table.add_argument("--tag", default="part",
+                       help="file suffix of a partial run (--only, --variants-only, "
+                       "--checks-only)")
     table.add_argument("--variants-only", nargs="+", help="run only these variants (no checks)")
     table.add_argument("--checks-only", action="store_true",
                        help="run the data checks and no protocol variant")
@@ -294,8 +299,8 @@ def main(argv=None):
         out = run_table1(args.trials, variant_trials=args.variant_trials, only=args.only,
                          variants_only=variants_only, with_checks=args.checks_only
                          or not args.variants_only)
-        path = RESULTS / ("mincut_table1.json" if not args.only else
-                          f"mincut_table1_{args.tag}.json")
+        partial = args.only or args.variants_only or args.checks_only  # a part, to merge
+        path = RESULTS / (f"mincut_table1_{args.tag}.json" if partial else "mincut_table1.json")
     path.write_text(json.dumps({"environment": environment(), **out}, indent=1))
     print(f"wrote {path}")
 

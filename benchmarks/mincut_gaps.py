@@ -48,6 +48,9 @@ VARIANTS = {
     "mincut3_arcs_out_of": ({"mincut3_arcs": "out_of"}, "binary",
                             "Mincut-3 as a directed network: arcs from each example to the "
                             "three it chose", ("mincut3",)),
+    "mincut3_plain_3nn": ({"mincut3_force_labelled": False}, "all",
+                          "Mincut-3 as the three nearest examples overall, no forced labelled "
+                          "neighbour (against the paper's text)", ("mincut3",)),
     "hamming_metric": ({"metric": "hamming"}, "infogain", "plain Hamming, no information gain",
                        (*MINCUT, "knn3")),
     "infogain_b1": ({"infogain_b": 1.0}, "infogain",

@@ -65,6 +65,13 @@ def test_mincut3_variants(two_blobs):
     assert by_index[11, 0] == 1 and by_index[11, 6] == 0
     assert (by_index != shuffled).nnz > 0
     assert np.all(np.asarray(shuffled[:, obs].sum(axis=1)).ravel() >= 1)
+    # force_labelled=False: each example's three nearest overall (its own blob here), so
+    # the unlabelled far from the labels are joined to none of them
+    plain = mc.mincut3_weights(D, observed, force_labelled=False, directed=True)
+    assert np.all(np.asarray(plain.sum(axis=1)).ravel() == 3)
+    nearest3 = np.argsort(D + np.diag(np.full(len(D), np.inf)), axis=1, kind="stable")[:, :3]
+    assert all(set(plain[i].indices) == set(nearest3[i]) for i in range(len(D)))
+    assert np.any(np.asarray(plain[:, observed].sum(axis=1)).ravel()[unl] == 0)
 
 
 def test_mincut3_directed_arcs(two_blobs):

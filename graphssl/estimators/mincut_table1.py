@@ -166,7 +166,8 @@ def _missing_codes(data, missing):
 
 def table1_trial(data, spec, seed=0, n_deltas: int = 40, *, scaling="none", swap=False,
                  half_rule="at_least", metric=None, mincut3_ties="index",
-                 mincut3_unlabelled_only=False, mincut3_arcs="undirected", id3_window=0.2,
+                 mincut3_unlabelled_only=False, mincut3_arcs="undirected",
+                 mincut3_force_labelled=True, id3_window=0.2,
                  noise=None, L=None, delta_top=0.6, infogain_b=10.0,
                  missing="category") -> dict:
     """Accuracies (fractions) of the six Table 1 columns on one random L/U draw.
@@ -177,7 +178,9 @@ def table1_trial(data, spec, seed=0, n_deltas: int = 40, *, scaling="none", swap
     (see :func:`graphssl.models.mincut_delta.delta_half`), ``metric`` (override),
     ``mincut3_ties`` ("index" | "random"), ``mincut3_unlabelled_only``, ``mincut3_arcs``
     (binary sets: "undirected", the paper's edges; "into": each example's three edges as arcs
-    into it from the chosen examples; "out_of": arcs from it to them), ``id3_window``
+    into it from the chosen examples; "out_of": arcs from it to them),
+    ``mincut3_force_labelled`` (False: the three nearest overall, no forced labelled
+    neighbour), ``id3_window``
     (``None``: ID3 without windowing), ``noise`` and ``L`` (override the row's), ``delta_top``
     (the largest distance quantile on the delta_opt grid), ``infogain_b`` (the ``b`` of the
     information-gain metric, Sec. 5.1), ``missing`` ("category": an unknown value ``?`` is
@@ -212,7 +215,8 @@ def table1_trial(data, spec, seed=0, n_deltas: int = 40, *, scaling="none", swap
 
     ties = rng if mincut3_ties == "random" else None
     chosen = mc.mincut3_weights(D, observed, from_unlabelled_only=mincut3_unlabelled_only,
-                                tie_break=ties, directed=mincut3_arcs != "undirected")
+                                tie_break=ties, directed=mincut3_arcs != "undirected",
+                                force_labelled=mincut3_force_labelled)
     if mincut3_arcs == "undirected":
         acc = {"mincut3": accuracy(chosen)}
     else:

@@ -152,7 +152,8 @@ def averaging_knn_weights(indices, k: int) -> sp.csr_matrix:
 
 
 def mincut3_weights(distances, observed, *, from_unlabelled_only: bool = False,
-                    tie_break=None, directed: bool = False) -> sp.csr_matrix:
+                    tie_break=None, directed: bool = False,
+                    force_labelled: bool = True) -> sp.csr_matrix:
     """Mincut-3 (Sec. 5.1): every example is joined (weight 1) to its nearest labelled example
     and to the two nearest other examples overall; the union of these edges, undirected.
 
@@ -161,7 +162,9 @@ def mincut3_weights(distances, observed, *, from_unlabelled_only: bool = False,
     broken by index, or by a random order when ``tie_break`` is a ``numpy`` Generator
     (Hamming distances tie a lot). ``directed=True`` returns the un-symmetrised choice
     ``A[i, j] = 1`` iff i chose j (for :func:`graphssl.models.mincut.arc_network`, a protocol
-    variant); the undirected weights are ``min(A + A^T, 1)``.
+    variant); the undirected weights are ``min(A + A^T, 1)``. ``force_labelled=False`` (a
+    protocol variant, against the paper's text) joins each example to its three nearest
+    overall, labelled or not, so components without a label can occur.
     """
     D = np.array(distances, dtype=np.float64)
     n = D.shape[0]
@@ -169,11 +172,14 @@ def mincut3_weights(distances, observed, *, from_unlabelled_only: bool = False,
     np.fill_diagonal(D, np.inf)
     order = np.arange(n) if tie_break is None else tie_break.permutation(n)
     Dp = D[:, order]  # columns in tie-break order: argmin / stable argsort pick the first
-    nearest_l = order[np.argmin(np.where(observed[order][None, :], Dp, np.inf), axis=1)]
     rows = np.arange(n)
-    D[rows, nearest_l] = np.inf
-    others = order[np.argsort(D[:, order], axis=1, kind="stable")[:, :2]]
-    idx = np.column_stack([nearest_l, others])
+    if force_labelled:
+        nearest_l = order[np.argmin(np.where(observed[order][None, :], Dp, np.inf), axis=1)]
+        D[rows, nearest_l] = np.inf
+        others = order[np.argsort(D[:, order], axis=1, kind="stable")[:, :2]]
+        idx = np.column_stack([nearest_l, others])
+    else:
+        idx = order[np.argsort(Dp, axis=1, kind="stable")[:, :3]]
     if from_unlabelled_only:
         idx = np.where(observed[:, None], rows[:, None], idx)  # self-loops are dropped below
     A = _directed(idx, 1.0, n)
