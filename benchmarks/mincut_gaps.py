@@ -214,6 +214,14 @@ def data_checks(data, spec, trials, seed=0):
             X[zero, col] = X[~zero, col].mean()
         out["zeros_as_missing_mean"] = run_trials(dict(data, X=X), spec, trials, seed,
                                                   n_deltas=VARIANT_DELTAS)[0]
+        # other readings of the metric, z-scored, delta_opt over the full distance range
+        for name, Xr in (("log1p", np.log1p(data["X"])),
+                         ("without_skin_insulin", np.delete(data["X"], [3, 4], axis=1)),
+                         ("glucose_bmi_age", data["X"][:, [1, 5, 7]])):
+            reading = dict(data, X=Xr, categorical=np.zeros(Xr.shape[1], bool))
+            out[f"{name}_zscore"] = run_trials(reading, spec, trials, seed,
+                                               n_deltas=VARIANT_DELTAS, scaling="zscore",
+                                               delta_top=1.0)[0]
     if "missing_codes" in data:
         out["missing_imputed_mode"] = run_trials(_impute_mode(data), spec, trials, seed,
                                                  n_deltas=VARIANT_DELTAS)[0]
