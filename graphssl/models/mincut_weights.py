@@ -40,7 +40,8 @@ def euclidean_distances(X) -> np.ndarray:
 
 def _differing(codes, missing=None) -> np.ndarray:
     """``[n, n, attributes]`` bools: where two examples' attribute codes differ; with
-    ``missing`` (a code), an attribute missing in either example counts as agreeing."""
+    ``missing`` (one code, or one per attribute with -1 for none), an attribute unknown in
+    either example counts as agreeing."""
     codes = np.asarray(codes)
     differ = codes[:, None, :] != codes[None, :, :]
     if missing is not None:
@@ -52,8 +53,9 @@ def _differing(codes, missing=None) -> np.ndarray:
 def hamming_distances(codes, *, missing=None) -> np.ndarray:
     """Number of differing categorical attributes, the L0 distance of Sec. 5.1.
 
-    ``missing``: the code of an unknown value (e.g. the ``?`` of the UCI files); when given,
-    an attribute unknown in either example is not counted (a wildcard). By default an
+    ``missing``: the code of an unknown value (e.g. the ``?`` of the UCI files), one for all
+    attributes or an array with one per attribute (-1 where an attribute has none); when
+    given, an attribute unknown in either example is not counted (a wildcard). By default an
     unknown value is one more category.
     """
     return np.sum(_differing(codes, missing), axis=2).astype(np.float64)
