@@ -191,3 +191,26 @@ def test_gap_reason_from_the_rows_baselines(monkeypatch):
     assert reason("knn3", 79.7, 0.1, 69.6, row, {}) == "not explained"
     both = {"knn3": 65.3, "id3": 62.5, "_paper": {"knn3": 87.0, "id3": 83.5}}
     assert "data copy or split differs" in reason("delta_0", 67.5, 0.1, 91.0, both, {})
+
+
+def test_bench_table1_checks_only_writes_a_tagged_part(monkeypatch, tmp_path):
+    """``bench_mincut.py table1 --checks-only``: the data checks and no variant, written to a
+    tagged part (never over the merged ``mincut_table1.json``); Musk's draws as a block of the
+    file and as whole molecules are measured."""
+    import json
+    import pathlib
+
+    data_dir = _data_dir()
+    monkeypatch.setenv("GRAPHSSL_DATA", str(data_dir))
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+    import bench_mincut
+
+    monkeypatch.setattr(bench_mincut, "RESULTS", tmp_path)
+    bench_mincut.main(["table1", "--trials", "1", "--variant-trials", "1", "--only", "Musk",
+                       "--checks-only", "--tag", "t"])
+    assert not (tmp_path / "mincut_table1.json").exists()
+    out = json.loads((tmp_path / "mincut_table1_t.json").read_text())
+    assert out["variants"] == {"Musk": {}}
+    checks = out["data_checks"]["Musk"]
+    assert {"file_block_240", "whole_molecules", "musk2_class_prior"} <= set(checks)
+    assert all(0.0 <= v <= 100.0 for v in checks["whole_molecules"].values())
