@@ -227,9 +227,15 @@ def bucket_logits(labels, coupling, unary, rows, neighbours) -> jax.Array:
     [labels[neighbours_di] = c]``. The sum over slots is a loop of elementwise ``[q, m]``
     updates (vectorises over nodes on CPU; one fused reduction was 2.5x slower).
     """
+    return _bucket_logits_t(labels, *_bucket_layout(coupling, unary, rows, neighbours),
+                            neighbours)
+
+
+def _bucket_layout(coupling, unary, rows, neighbours):
+    """A bucket's couplings and fields, class-major: ``coupling[rows, :width].T``
+    (``width`` = the bucket's neighbour slots) and ``unary[rows].T``."""
     rows = jnp.asarray(rows)
-    width = neighbours.shape[0]
-    return _bucket_logits_t(labels, coupling[rows, :width].T, unary[rows].T, neighbours)
+    return coupling[rows, :neighbours.shape[0]].T, unary[rows].T
 
 
 @jax.tree_util.register_pytree_node_class
@@ -264,13 +270,13 @@ def _own_tables(model, token):
 
 def _chromatic_prepare(tables, model, *, token):
     """Gather the couplings and fields into each bucket's class-major layout once per run
-    (``coupling[rows, :width].T``, ``unary[rows].T``), instead of once per sweep."""
+    (:func:`_bucket_layout`), instead of once per sweep."""
     plan, _ = tables
     if plan is None or not hasattr(model, "pairwise_tables"):
         return model
     _, coupling, unary = model.pairwise_tables()
     observed = jnp.asarray(model.observed, dtype=bool)
-    gathered = [(coupling[rows, :neighbours.shape[0]].T, unary[rows].T, observed[rows])
+    gathered = [(*_bucket_layout(coupling, unary, rows, neighbours), observed[rows])
                 for colour in plan for rows, neighbours in colour]
     return PreparedModel(model, gathered, token)
 
