@@ -221,7 +221,8 @@ def run_dataset(name, args, key):
         batch_g = batch.replace(gamma=np.full(len(models), gamma, np.float32))
         static = dict(n_chains=args.chains, n_iterations=args.iterations,
                       burn_in=args.burn_in, thin=args.thin, max_components=args.R,
-                      moves=tuple(int(v) for v in args.moves.split(",")), init_beta="self")
+                      moves=tuple(int(v) for v in args.moves.split(",")), init_beta="self",
+                      engine=dms.resolve_engine(args.engine, batch))
         key, sub = jax.random.split(key)
         init = np.stack(inits).astype(np.int32) if args.init == "parzen" else None
         compiled, compile_s = compiled_sampler(batch_g, sub, static, init)
@@ -247,12 +248,14 @@ def run_dataset(name, args, key):
         record["gamma"][str(gamma)] = dict(
             mean=mean_acc, map=map_acc, acceptance=accs, compile_seconds=compile_s,
             run_seconds=run_s, iterations=n_it, chains=args.chains, moves=args.moves,
+            engine=static["engine"],
             loadavg_before=load_before, loadavg_after=load_after,
             iterations_per_second=n_it / run_s,
             projected_seconds_1e5=1e5 / (n_it / run_s),
             final_energy=np.asarray(samples.energy[..., -1]).tolist())
         print(f"  {name} gamma={gamma}: {n_it} it x {len(models)} runs x {args.chains} chains "
-              f"in {run_s:.1f} s (compile {compile_s:.1f} s) -> {n_it / run_s:.2f} it/s",
+              f"in {run_s:.1f} s (compile {compile_s:.1f} s) -> {n_it / run_s:.2f} it/s "
+              f"[{static['engine']}]",
               flush=True)
     record["peers"] = {}
     for L in (10, 100):
@@ -307,6 +310,8 @@ def main():
                    help="neighbour-table width (shared compile across data sets)")
     p.add_argument("--init", default="parzen", choices=("parzen", "random"),
                    help="chain start: Parzen-window labels (warm) or labels ~ eta")
+    p.add_argument("--engine", default="auto", choices=dms.ENGINES,
+                   help="Gibbs sweep: lax.scan or one fused Pallas kernel per chain (GPU)")
     p.add_argument("--quick", action="store_true", help="2 splits per label count")
     p.add_argument("--splits", type=int, default=2)
     p.add_argument("--out", default=str(RESULTS / "bench_diffusion_mixture.json"))

@@ -39,6 +39,12 @@ from graphssl.inference.diffusion_mixture_moves import (
     resample_component_move,
     split_merge_move,
 )
+from graphssl.inference.diffusion_mixture_pallas import (
+    fused_gibbs_sweep,
+    fused_sweep_available,
+    padded_shape,
+    sweep_tables,
+)
 from graphssl.models.diffusion_mixture import (
     DirichletDiffusionMixture,
     log_joint_terms,
@@ -55,6 +61,9 @@ __all__ = [
     "split_merge_move",
     "move_counts",
     "iteration",
+    "resolve_engine",
+    "fused_gibbs_sweep",
+    "sweep_tables",
     "map_refine",
     "map_estimate",
     "sample_mixture",
@@ -114,19 +123,44 @@ def _attempts(move, n: int, key, state, dtype):
     return state, jnp.mean(acc.astype(dtype))
 
 
+ENGINES = ("auto", "scan", "pallas")
+_FUSED_MAX_CELLS = 1 << 16  # classes x nodes (padded) held on chip by one fused-sweep program
+
+
+def resolve_engine(engine: str, model) -> str:
+    """The sweep engine: ``"scan"`` (``lax.scan`` over sites, any backend), ``"pallas"`` (one
+    fused kernel program per chain, :mod:`graphssl.inference.diffusion_mixture_pallas`;
+    interpreted off a GPU, so only for tests there) or ``"auto"``: ``"pallas"`` on a GPU when
+    a chain's padded counts (classes x nodes) fit on chip, ``"scan"`` otherwise."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine: use one of {ENGINES}, got {engine!r}")
+    if engine != "auto":
+        return engine
+    K, M = padded_shape(model.n_nodes, model.n_classes)
+    cells = K * M
+    return "pallas" if fused_sweep_available() and cells <= _FUSED_MAX_CELLS else "scan"
+
+
 def iteration(model, key, state: MixtureState, max_components: int = 2,
-              moves: tuple = (True, True)):
+              moves: tuple = (True, True), engine: str = "scan", tables=None):
     """One iteration of Walder Sec. 5: Gibbs sweep, then attempts of each MH move.
 
     ``moves = (n_resample, n_relabel[, n_split_merge])`` attempts per iteration (bools read
     as 0 / 1; the paper's iteration is ``(1, 1, 0)``); each attempt leaves the joint
-    invariant, so any counts give a valid kernel. Returns ``(state, class_probs [m, C],
+    invariant, so any counts give a valid kernel. ``engine`` ``"scan"`` or ``"pallas"`` (the
+    same draws; see :func:`resolve_engine`), ``tables`` the fused sweep's padded tables
+    (:func:`sweep_tables`, built here when omitted). Returns ``(state, class_probs [m, C],
     info)``.
     """
     n_res, n_rel, n_sm = move_counts(moves)
     k_sweep, k_res, k_rel, k_sm = jax.random.split(key, 4)
     dtype = model.alpha.dtype
-    state, probs = gibbs_sweep(model, k_sweep, state)
+    if engine == "pallas":
+        state, probs = fused_gibbs_sweep(model, k_sweep, state, tables)
+    elif engine == "scan":
+        state, probs = gibbs_sweep(model, k_sweep, state)
+    else:
+        raise ValueError(f"engine: use 'scan' or 'pallas' here (resolved), got {engine!r}")
     state, acc_sm = _attempts(partial(split_merge_move, model), n_sm, k_sm, state, dtype)
     state, acc_res = _attempts(partial(resample_component_move, model), n_res, k_res, state,
                                dtype)
@@ -168,8 +202,11 @@ class MixtureSamples(NamedTuple):
     final_state: MixtureState
 
 
-def _run_chain(model, key, state, n_iterations, burn_in, thin, max_components, moves):
-    step = partial(iteration, model, max_components=max_components, moves=moves)
+def _run_chain(model, key, state, n_iterations, burn_in, thin, max_components, moves,
+               engine="scan"):
+    tables = sweep_tables(model) if engine == "pallas" else None
+    step = partial(iteration, model, max_components=max_components, moves=moves,
+                   engine=engine, tables=tables)
 
     def burn(state, key):
         state, _, _ = step(key, state)
@@ -205,9 +242,9 @@ def _run_chain(model, key, state, n_iterations, burn_in, thin, max_components, m
 
 
 @partial(jax.jit, static_argnames=("n_chains", "n_iterations", "burn_in", "thin",
-                                   "max_components", "moves", "init_beta"))
+                                   "max_components", "moves", "init_beta", "engine"))
 def _sample_jit(model, key, n_chains, n_iterations, burn_in, thin, max_components, moves,
-                init_beta, init_labels=None, init_noise=0.0):
+                init_beta, init_labels=None, init_noise=0.0, engine="scan"):
     def one_model(model, key, init_y):
         keys = jax.random.split(key, 3 * n_chains).reshape(3, n_chains, -1)
 
@@ -221,7 +258,7 @@ def _sample_jit(model, key, n_chains, n_iterations, burn_in, thin, max_component
 
         states = jax.vmap(start)(keys[0], keys[2])
         run = partial(_run_chain, model, n_iterations=n_iterations, burn_in=burn_in,
-                      thin=thin, max_components=max_components, moves=moves)
+                      thin=thin, max_components=max_components, moves=moves, engine=engine)
         return jax.vmap(run)(keys[1], states)
 
     if model.labels.ndim == 1:
@@ -233,7 +270,8 @@ def _sample_jit(model, key, n_chains, n_iterations, burn_in, thin, max_component
 def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
                    n_iterations: int = 1000, burn_in: int = 100, thin: int = 1,
                    max_components: int = 2, moves: tuple = (True, True),
-                   init_beta: str = "random", init_labels=None, init_noise: float = 0.0):
+                   init_beta: str = "random", init_labels=None, init_noise: float = 0.0,
+                   engine: str = "auto"):
     """Run ``n_chains`` chains of Walder's sampler (fully JIT-compiled, vmapped over chains).
 
     A model whose leaves carry a leading axis (``stack_models``) is vmapped over it too
@@ -244,7 +282,9 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
     paper does not say how its chains started; a warm start matters with short chains).
     ``n_iterations`` is rounded down to a multiple of ``thin``; ``max_components`` is R of
     Sec. 4.2; ``moves`` = attempts per iteration of (re-sampling, re-labelling[,
-    split-merge]) moves, see :func:`iteration`; ``init_beta`` see :func:`init_state`.
+    split-merge]) moves, see :func:`iteration`; ``init_beta`` see :func:`init_state`;
+    ``engine`` the Gibbs sweep's implementation (:func:`resolve_engine`: by default one
+    fused kernel per chain on a GPU, ``lax.scan`` elsewhere; both give the same draws).
     Returns :class:`MixtureSamples`.
     """
     for name, value in (("n_chains", n_chains), ("n_iterations", n_iterations),
@@ -267,7 +307,8 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
         raise ValueError(f"init_noise: a fraction in [0, 1], got {init_noise}")
     return _sample_jit(model, key, int(n_chains), int(n_iterations), int(burn_in), int(thin),
                        int(max_components), move_counts(moves), init_beta,
-                       init_labels, jnp.asarray(init_noise, model.alpha.dtype))
+                       init_labels, jnp.asarray(init_noise, model.alpha.dtype),
+                       engine=resolve_engine(engine, model))
 
 
 def stack_models(models, width: int | None = None):
