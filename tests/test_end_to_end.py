@@ -104,3 +104,16 @@ def test_query_blocks_cover_the_rows_within_the_budget():
         n_blocks, rows = _blocks(n)
         assert n_blocks * rows >= n and (n_blocks - 1) * rows < n
         assert rows * n <= max(1 << 26, n)
+
+
+@pytest.mark.parametrize("shape,m,group", [((5, 64), 3, 16), ((4, 48), 10, 16), ((3, 32), 9, 4)])
+def test_grouped_top_k_equals_a_full_top_k(shape, m, group):
+    from graphssl.neighbors import grouped_top_k
+
+    rng = np.random.default_rng(shape[1])
+    scores = rng.normal(size=shape)
+    scores[:, -3:] = -np.inf  # padding columns never win
+    values, index = grouped_top_k(jnp.asarray(scores), m, group)
+    ref = np.argsort(-scores, axis=1)[:, :m]
+    np.testing.assert_array_equal(np.asarray(index), ref)
+    np.testing.assert_array_equal(np.asarray(values), np.take_along_axis(scores, ref, axis=1))

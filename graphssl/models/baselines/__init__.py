@@ -24,18 +24,22 @@ Paper symbols -> arguments:
 Modules: :mod:`~graphssl.models.baselines.common` (input checks, unreached nodes, the
 :class:`SolveInfo` record), :mod:`~graphssl.models.baselines.solvers` (batched PCG, sparse
 LU), :mod:`~graphssl.models.baselines.propagation` (GRF, class mass normalisation, LGC),
-:mod:`~graphssl.models.baselines.parzen` (Parzen window) and
+:mod:`~graphssl.models.baselines.end_to_end` (kNN graph + GRF in one XLA program, for an
+accelerator), :mod:`~graphssl.models.baselines.parzen` (Parzen window) and
 :mod:`~graphssl.models.baselines.graph_knn` (graph kNN vote). Every public name is
 re-exported here.
 """
 
 from graphssl.models.baselines.common import SolveInfo, UnreachedNodesWarning, normalize_scores
+from graphssl.models.baselines.end_to_end import DeviceSolve, harmonic_function_from_features
 from graphssl.models.baselines.graph_knn import knn_graph_classifier
 from graphssl.models.baselines.parzen import parzen_window
 from graphssl.models.baselines.propagation import class_mass_normalization, harmonic_function, lgc
 from graphssl.models.baselines.solvers import batched_pcg
 
 __all__ = [
+    "DeviceSolve",
+    "harmonic_function_from_features",
     "UnreachedNodesWarning",
     "SolveInfo",
     "harmonic_function",
