@@ -18,7 +18,11 @@ in one process so the settings share the machine's load:
 Usage::
 
     python benchmarks/bench_diffusion_mixture_rhat.py [--iterations N] [--burn-in B]
-        [--moves 1,1,0 1,2,20] [--init parzen]
+        [--moves 1,1,0 1,2,20] [--init parzen] [--engine auto] [--state FILE]
+
+``--state FILE`` saves the chains after the run and, when the file exists, continues them
+for ``--iterations`` more (``sample_mixture(resume=...)``: the same draws as one long run),
+so a long run can be split over several calls of a time-limited machine.
 
 Writes ``benchmarks/results/bench_diffusion_mixture_rhat.json`` and prints a table.
 """
@@ -29,6 +33,7 @@ import argparse
 import json
 import os
 import pathlib
+import pickle
 import time
 
 import arviz as az
@@ -47,26 +52,47 @@ def _rhat_ess(x):
     return float(az.rhat(x)), float(az.ess(x))
 
 
+def _state_path(args, moves):
+    return pathlib.Path(f"{args.state}.{'_'.join(map(str, moves))}.pkl") if args.state else None
+
+
 def run(model, parzen, y, test, moves, args):
     static = dict(n_chains=4, n_iterations=args.iterations, burn_in=args.burn_in,
                   thin=args.thin, max_components=2, moves=moves,
-                  init_beta="self" if args.init == "parzen" else "random")
+                  init_beta="self" if args.init == "parzen" else "random",
+                  engine=dms.resolve_engine(args.engine, model))
     init = jnp.asarray(parzen, jnp.int32) if args.init == "parzen" else None
     noise = jnp.asarray(0.1 if args.init == "parzen" else 0.0, model.alpha.dtype)
     key = jax.random.PRNGKey(args.seed)
-    t = time.perf_counter()
-    compiled = dms._sample_jit.lower(model, key, init_labels=init, init_noise=noise,
-                                     **static).compile()
-    compile_s = time.perf_counter() - t
+    path = _state_path(args, moves)
+    previous = pickle.loads(path.read_bytes()) if path is not None and path.is_file() else None
     load_before = os.getloadavg()
-    t = time.perf_counter()
-    s = jax.block_until_ready(compiled(model, key, init_labels=init, init_noise=noise))
-    run_s = time.perf_counter() - t
+    if previous is None:
+        t = time.perf_counter()
+        compiled = dms._sample_jit.lower(model, key, init_labels=init, init_noise=noise,
+                                         **static).compile()
+        compile_s = time.perf_counter() - t
+        load_before = os.getloadavg()
+        t = time.perf_counter()
+        s = jax.block_until_ready(compiled(model, key, init_labels=init, init_noise=noise))
+        run_s = time.perf_counter() - t
+        s = s._replace(n_steps=args.burn_in + args.iterations // args.thin * args.thin,
+                       thin=args.thin)
+    else:  # continue the saved chains (compile included in the time)
+        t = time.perf_counter()
+        s = jax.block_until_ready(dms.sample_mixture(
+            model, key, n_iterations=args.iterations, thin=args.thin, moves=moves,
+            max_components=2, engine=args.engine, resume=previous))
+        run_s, compile_s = time.perf_counter() - t, None
+    if path is not None:
+        path.write_bytes(pickle.dumps(jax.device_get(s)))
     load_after = os.getloadavg()
-    half = args.iterations // 2
+    half = int(np.asarray(s.energy).shape[-1]) // 2
     rec = dict(moves=list(moves), iterations=args.iterations, burn_in=args.burn_in,
-               compile_seconds=compile_s, run_seconds=run_s,
-               iterations_per_second=(args.iterations + args.burn_in) / run_s,
+               total_recorded_iterations=2 * half, resumed=previous is not None,
+               engine=static["engine"], compile_seconds=compile_s, run_seconds=run_s,
+               iterations_per_second=(args.iterations + (0 if previous else args.burn_in))
+               / run_s,
                loadavg_before=load_before, loadavg_after=load_after,
                acceptance={k: float(np.mean(getattr(s, f"{k}_accepted")))
                            for k in ("resample", "relabel", "split_merge")})
@@ -97,6 +123,10 @@ def main():
     p.add_argument("--init", default="parzen", choices=("parzen", "random"))
     p.add_argument("--gamma", type=float, default=0.8)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--engine", default="auto", choices=dms.ENGINES)
+    p.add_argument("--state", default="",
+                   help="save the chains to STATE.<moves>.pkl; if it exists, continue them "
+                        "for --iterations more (R-hat over all recorded iterations)")
     p.add_argument("--out", default=str(RESULTS / "bench_diffusion_mixture_rhat.json"))
     args = p.parse_args()
     X, y, splits = load("digit1")

@@ -7,6 +7,8 @@
 #                                        # usps_full speed, Dirichlet mixture 24 split-runs
 #   bash benchmarks/gpu_session.sh 5     # gemm kNN at 1e6 on the GPU, Potts speed
 #   bash benchmarks/gpu_session.sh 6     # GRF vs GraphLearning / scikit-learn, usps_full, GPU
+#   bash benchmarks/gpu_session.sh 7     # Dirichlet mixture R-hat: 1e5 more iterations of the
+#                                        # saved chains per call (3 back-to-back calls = 3e5)
 #   bash benchmarks/gpu_session.sh smoke # every script at toy size (run it on a CPU first)
 #
 # Each script runs under its own time limit (`timeout`), so one that overruns leaves the others
@@ -98,6 +100,14 @@ case $part in
       # CPU (needs the graphlearning and annoy wheels in .whl besides arviz, pynndescent)
     run baselines_gpu 420 benchmarks/bench_baselines.py --datasets usps_full --repeats 2 \
       --tag gpu
+    ;;
+  7)  # issue 6's R-hat on Digit1 with the fused sweep: each call continues the chains saved in
+      # /tmp/gpu_state by the previous call (the machine stays warm 30 s between calls; a fresh
+      # machine starts the chains again, which the JSON's "resumed" field shows)
+    mkdir -p /tmp/gpu_state
+    run rhat 560 benchmarks/bench_diffusion_mixture_rhat.py --iterations 100000 --burn-in 1000 \
+      --thin 100 --moves 1,1,0 --engine auto --state /tmp/gpu_state/rhat \
+      --out benchmarks/results/bench_diffusion_mixture_rhat_gpu.json
     ;;
   *)
     echo "unknown part $part" >&2

@@ -334,3 +334,38 @@ def test_chain_with_extra_moves_matches_enumeration(setup):
     assert 0.02 < float(np.mean(s.split_merge_accepted)) < 0.95
     with pytest.raises(ValueError, match="moves"):
         dms.sample_mixture(model, jax.random.PRNGKey(0), n_iterations=2, moves=(1, -1))
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_resumed_run_draws_what_one_longer_run_draws(batched):
+    model = _model()
+    if batched:
+        model = dms.stack_models([model, _model(gamma=0.0)])
+    kw = dict(n_chains=2, burn_in=5, thin=2, max_components=2)
+    whole = dms.sample_mixture(model, jax.random.PRNGKey(8), n_iterations=30, **kw)
+    first = dms.sample_mixture(model, jax.random.PRNGKey(8), n_iterations=20, **kw)
+    both = dms.sample_mixture(model, jax.random.PRNGKey(99), n_iterations=10, resume=first,
+                              **kw)
+    assert both.n_steps == whole.n_steps == 35
+    for field in ("labels", "energy", "n_components", "resample_accepted", "map_y",
+                  "map_beta"):
+        np.testing.assert_array_equal(np.asarray(getattr(both, field)),
+                                      np.asarray(getattr(whole, field)), err_msg=field)
+    np.testing.assert_allclose(np.asarray(both.class_probs), np.asarray(whole.class_probs),
+                               atol=1e-12)
+    np.testing.assert_array_equal(np.asarray(both.final_state.beta),
+                                  np.asarray(whole.final_state.beta))
+
+
+def test_resume_checks_its_record():
+    model = _model()
+    first = dms.sample_mixture(model, jax.random.PRNGKey(1), n_chains=2, n_iterations=4,
+                               burn_in=1, thin=2)
+    with pytest.raises(ValueError, match="thin"):
+        dms.sample_mixture(model, jax.random.PRNGKey(1), n_iterations=4, thin=1, resume=first)
+    with pytest.raises(ValueError, match="init_labels"):
+        dms.sample_mixture(model, jax.random.PRNGKey(1), n_iterations=4, thin=2, resume=first,
+                           init_labels=np.zeros(M, int))
+    with pytest.raises(ValueError, match="resume"):
+        dms.sample_mixture(dms.stack_models([model, model]), jax.random.PRNGKey(1),
+                           n_iterations=4, thin=2, resume=first)

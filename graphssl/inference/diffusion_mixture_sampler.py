@@ -185,7 +185,10 @@ class MixtureSamples(NamedTuple):
     [..., iterations] (acceptances: the fraction of that iteration's attempts accepted);
     ``class_probs`` float[..., m, C] Rao–Blackwellised posterior class marginals;
     ``map_y``, ``map_beta``, ``map_log_joint``: the most probable state visited per chain;
-    ``final_state``: the last :class:`MixtureState` (resume from it).
+    ``final_state``: the last :class:`MixtureState`; ``chain_keys`` [..., chains, 2] (the
+    key of iteration t of a chain is ``fold_in(chain_key, t)``); ``n_steps`` iterations run
+    per chain, burn-in included; ``thin``. Pass the record as ``resume=`` to
+    :func:`sample_mixture` to continue the same chains.
     """
 
     labels: jax.Array
@@ -200,55 +203,69 @@ class MixtureSamples(NamedTuple):
     map_beta: jax.Array
     map_log_joint: jax.Array
     final_state: MixtureState
+    chain_keys: jax.Array = None
+    n_steps: int = 0
+    thin: int = 1
 
 
-def _run_chain(model, key, state, n_iterations, burn_in, thin, max_components, moves,
-               engine="scan"):
+_TRACES = ("energy", "resample_accepted", "relabel_accepted", "n_components",
+           "edge_agreement", "split_merge_accepted")
+
+
+def _run_chain(model, chain_key, state, best, start, n_iterations, burn_in, thin,
+               max_components, moves, engine="scan"):
+    """Iterations ``start .. start + burn_in + n_iterations - 1`` of one chain; iteration t
+    uses ``fold_in(chain_key, t)``, so a run continued from its last state draws exactly what
+    one longer run would. ``best`` = (y, beta, log joint) of the best state visited so far."""
     tables = sweep_tables(model) if engine == "pallas" else None
     step = partial(iteration, model, max_components=max_components, moves=moves,
                    engine=engine, tables=tables)
 
-    def burn(state, key):
-        state, _, _ = step(key, state)
+    def burn(state, t):
+        state, _, _ = step(jax.random.fold_in(chain_key, t), state)
         return state, None
 
-    k_burn, k_run = jax.random.split(key)
-    state, _ = lax.scan(burn, state, jax.random.split(k_burn, burn_in))
+    state, _ = lax.scan(burn, state, start + jnp.arange(burn_in))
     m, C = model.n_nodes, model.n_classes
     dtype = model.alpha.dtype
+    best = (state.y, state.beta, jnp.asarray(-jnp.inf, dtype)) if best is None else best
 
-    def inner(carry, key):
+    def inner(carry, t):
         state, prob_sum, best = carry
-        state, probs, info = step(key, state)
+        state, probs, info = step(jax.random.fold_in(chain_key, t), state)
         better = -info.energy > best[2]
         best = jax.tree.map(lambda a, b: jnp.where(better, a, b),
                             (state.y, state.beta, -info.energy), best)
         return (state, prob_sum + probs, best), info
 
-    def outer(carry, keys):
-        carry, infos = lax.scan(inner, carry, keys)
+    def outer(carry, ts):
+        carry, infos = lax.scan(inner, carry, ts)
         return carry, (carry[0].y.astype(jnp.int8), infos)
 
     n_draws = n_iterations // thin
-    keys = jax.random.split(k_run, n_draws * thin).reshape(n_draws, thin, -1)
-    best0 = (state.y, state.beta, jnp.asarray(-jnp.inf, dtype))
+    ts = (start + burn_in + jnp.arange(n_draws * thin)).reshape(n_draws, thin)
     (state, prob_sum, best), (labels, infos) = lax.scan(
-        outer, (state, jnp.zeros((m, C), dtype), best0), keys)
+        outer, (state, jnp.zeros((m, C), dtype), best), ts)
     infos = jax.tree.map(lambda x: x.reshape((n_draws * thin,) + x.shape[2:]), infos)
     return MixtureSamples(labels, infos.energy, infos.resample_accepted,
                           infos.relabel_accepted, infos.n_components, infos.edge_agreement,
                           infos.split_merge_accepted,
-                          prob_sum / (n_draws * thin), best[0], best[1], best[2], state)
+                          prob_sum / (n_draws * thin), best[0], best[1], best[2], state,
+                          chain_key)
 
 
 @partial(jax.jit, static_argnames=("n_chains", "n_iterations", "burn_in", "thin",
                                    "max_components", "moves", "init_beta", "engine"))
 def _sample_jit(model, key, n_chains, n_iterations, burn_in, thin, max_components, moves,
-                init_beta, init_labels=None, init_noise=0.0, engine="scan"):
+                init_beta, init_labels=None, init_noise=0.0, engine="scan", resume=None,
+                start=0):
+    run = partial(_run_chain, n_iterations=n_iterations, burn_in=burn_in, thin=thin,
+                  max_components=max_components, moves=moves, engine=engine)
+
     def one_model(model, key, init_y):
         keys = jax.random.split(key, 3 * n_chains).reshape(3, n_chains, -1)
 
-        def start(k_init, k_noise):
+        def start_state(k_init, k_noise):
             y0 = None
             if init_y is not None:
                 redraw = jax.random.uniform(k_noise, init_y.shape) < init_noise
@@ -256,22 +273,53 @@ def _sample_jit(model, key, n_chains, n_iterations, burn_in, thin, max_component
                 y0 = jnp.where(redraw, fresh, init_y)
             return init_state(model, k_init, y=y0, init_beta=init_beta)
 
-        states = jax.vmap(start)(keys[0], keys[2])
-        run = partial(_run_chain, model, n_iterations=n_iterations, burn_in=burn_in,
-                      thin=thin, max_components=max_components, moves=moves, engine=engine)
-        return jax.vmap(run)(keys[1], states)
+        states = jax.vmap(start_state)(keys[0], keys[2])
+        return jax.vmap(lambda k, s: run(model, k, s, None, 0))(keys[1], states)
 
-    if model.labels.ndim == 1:
+    def continued(model, chain_keys, states, best):
+        return jax.vmap(lambda k, s, b: run(model, k, s, b, start))(chain_keys, states, best)
+
+    batched = model.labels.ndim > 1
+    if resume is not None:
+        chain_keys, states, best = resume
+        return (jax.vmap(continued) if batched else continued)(model, chain_keys, states, best)
+    if not batched:
         return one_model(model, key, init_labels)
     keys = jax.random.split(key, model.labels.shape[0])
     return jax.vmap(one_model)(model, keys, init_labels)
+
+
+def _continue_from(resume: MixtureSamples, model, n_chains, thin, init_labels):
+    """The jit's ``resume`` argument from a previous record, after checking it fits."""
+    if resume.chain_keys is None:
+        raise ValueError("resume: not a record of sample_mixture (no chain keys)")
+    expected = tuple(model.labels.shape[:-1]) + (n_chains, model.n_nodes)
+    if tuple(resume.final_state.y.shape) != expected:
+        raise ValueError(f"resume: its final state has shape {tuple(resume.final_state.y.shape)}"
+                         f", this model and n_chains={n_chains} need {expected}")
+    if int(resume.thin) != thin:
+        raise ValueError(f"thin: the resumed run used thin={int(resume.thin)}; use the same")
+    if init_labels is not None:
+        raise ValueError("init_labels: a resumed run starts from its last state; drop it")
+    best = (resume.map_y, resume.map_beta, resume.map_log_joint)
+    return resume.chain_keys, resume.final_state, best
+
+
+def _joined(old: MixtureSamples, new: MixtureSamples, n_new: int) -> MixtureSamples:
+    """A resumed run's record: draws and traces appended, marginals averaged by iterations
+    (the best state and final state are the new run's, which started from the old ones)."""
+    n_old = int(np.asarray(old.energy).shape[-1])
+    cat = lambda a, b, axis: jnp.concatenate([jnp.asarray(a), jnp.asarray(b)], axis=axis)  # noqa: E731
+    probs = (jnp.asarray(old.class_probs) * n_old + new.class_probs * n_new) / (n_old + n_new)
+    return new._replace(labels=cat(old.labels, new.labels, -2), class_probs=probs,
+                        **{f: cat(getattr(old, f), getattr(new, f), -1) for f in _TRACES})
 
 
 def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
                    n_iterations: int = 1000, burn_in: int = 100, thin: int = 1,
                    max_components: int = 2, moves: tuple = (True, True),
                    init_beta: str = "random", init_labels=None, init_noise: float = 0.0,
-                   engine: str = "auto"):
+                   engine: str = "auto", resume: MixtureSamples | None = None):
     """Run ``n_chains`` chains of Walder's sampler (fully JIT-compiled, vmapped over chains).
 
     A model whose leaves carry a leading axis (``stack_models``) is vmapped over it too
@@ -285,8 +333,15 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
     split-merge]) moves, see :func:`iteration`; ``init_beta`` see :func:`init_state`;
     ``engine`` the Gibbs sweep's implementation (:func:`resolve_engine`: by default one
     fused kernel per chain on a GPU, ``lax.scan`` elsewhere; both give the same draws).
+    ``resume``: a previous record of the same model; its chains continue from their last
+    state for ``n_iterations`` more (no burn-in; ``key``, ``n_chains``, ``init_*`` unused;
+    ``thin`` must match) and the records are joined: a run of N iterations resumed for M
+    draws exactly what one run of N + M would.
     Returns :class:`MixtureSamples`.
     """
+    if resume is not None:
+        n_chains = int(np.asarray(resume.final_state.y).shape[-2])
+        burn_in = 0
     for name, value in (("n_chains", n_chains), ("n_iterations", n_iterations),
                         ("thin", thin), ("max_components", max_components)):
         if int(value) < 1:
@@ -305,10 +360,18 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
             raise ValueError(f"init_labels: classes must lie in 0..{model.n_classes - 1}")
     if not 0.0 <= init_noise <= 1.0:
         raise ValueError(f"init_noise: a fraction in [0, 1], got {init_noise}")
-    return _sample_jit(model, key, int(n_chains), int(n_iterations), int(burn_in), int(thin),
-                       int(max_components), move_counts(moves), init_beta,
-                       init_labels, jnp.asarray(init_noise, model.alpha.dtype),
-                       engine=resolve_engine(engine, model))
+    carried, start = None, 0
+    if resume is not None:
+        carried = _continue_from(resume, model, n_chains, int(thin), init_labels)
+        start = int(resume.n_steps)
+    samples = _sample_jit(model, key, int(n_chains), int(n_iterations), int(burn_in),
+                          int(thin), int(max_components), move_counts(moves), init_beta,
+                          init_labels, jnp.asarray(init_noise, model.alpha.dtype),
+                          engine=resolve_engine(engine, model), resume=carried,
+                          start=jnp.asarray(start, jnp.int32))
+    n_run = (int(n_iterations) // int(thin)) * int(thin)
+    samples = samples._replace(n_steps=start + int(burn_in) + n_run, thin=int(thin))
+    return samples if resume is None else _joined(resume, samples, n_run)
 
 
 def stack_models(models, width: int | None = None):
