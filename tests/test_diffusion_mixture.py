@@ -369,3 +369,25 @@ def test_resume_checks_its_record():
     with pytest.raises(ValueError, match="resume"):
         dms.sample_mixture(dms.stack_models([model, model]), jax.random.PRNGKey(1),
                            n_iterations=4, thin=2, resume=first)
+
+
+def test_estimator_sample_more_equals_a_longer_fit():
+    from graphssl.data import two_moons
+    from graphssl.estimators import DiffusionMixtureClassifier
+
+    ds = two_moons(60, seed=0)
+    y = -np.ones(60, int)
+    for c in (0, 1):
+        y[np.flatnonzero(ds.y == c)[:3]] = c + 5  # class values need not be 0..C-1
+    kw = dict(k=6, gamma=0.8, n_chains=2, burn_in=5, thin=5, random_state=3)
+    short = DiffusionMixtureClassifier(n_iterations=20, **kw).fit(ds.X, y).sample_more(10)
+    whole = DiffusionMixtureClassifier(n_iterations=30, **kw).fit(ds.X, y)
+    np.testing.assert_array_equal(np.asarray(short.samples_.labels),
+                                  np.asarray(whole.samples_.labels))
+    np.testing.assert_allclose(short.label_distributions_, whole.label_distributions_,
+                               atol=1e-12)
+    np.testing.assert_array_equal(short.transduction_, whole.transduction_)
+    np.testing.assert_array_equal(short.map_labels_, whole.map_labels_)
+    assert set(np.unique(short.transduction_)) <= {5, 6}
+    with pytest.raises(ValueError, match="n_iterations"):
+        short.sample_more(2)

@@ -46,6 +46,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
     (:class:`~graphssl.inference.diffusion_mixture_sampler.MixtureSamples`),
     ``posterior_mean_`` (float[n, C]), ``map_labels_`` (int[n], values of ``classes_``),
     ``map_log_joint_``, ``acceptance_`` (dict of mean acceptance rates).
+    :meth:`sample_more` continues the chains of a fitted model.
     """
 
     def __init__(self, k=10, symmetrize="max", weight="gaussian", sigma="walder", tau=5.0,
@@ -99,20 +100,46 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
             max_components=self.max_components, moves=tuple(self.moves),
             init_beta="self" if warm else "random",
             init_labels=start, init_noise=float(self.init_noise) if warm else 0.0)
+        return self._summarise(n_classes)
+
+    def _summarise(self, n_classes) -> np.ndarray:
+        """Posterior mean, MAP and acceptance rates from ``samples_``; the label
+        distributions that ``estimate`` asks for."""
         self.posterior_mean_ = posterior_mean_labels(self.samples_)
-        self.map_labels_, self.map_log_joint_, _ = map_estimate(self.model_, self.samples_)
+        map_labels, self.map_log_joint_, _ = map_estimate(self.model_, self.samples_)
         self.acceptance_ = {
             "resample": float(np.mean(self.samples_.resample_accepted)),
             "relabel": float(np.mean(self.samples_.relabel_accepted)),
             "split_merge": float(np.mean(self.samples_.split_merge_accepted)),
         }
+        self._map_indices = np.asarray(map_labels)
         if self.estimate == "map":
-            return np.eye(n_classes)[self.map_labels_]
+            return np.eye(n_classes)[self._map_indices]
         return self.posterior_mean_
+
+    def sample_more(self, n_iterations: int):
+        """Continue the fitted chains for ``n_iterations`` more iterations (no new burn-in)
+        and update every fitted attribute; the result equals a fit with the iterations
+        added up (``sample_mixture(resume=...)``). Returns ``self``."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "samples_")
+        thin = int(self.samples_.thin)
+        if int(n_iterations) < thin:
+            raise ValueError(f"n_iterations: must be >= thin={thin}, got {n_iterations}")
+        self.samples_ = sample_mixture(
+            self.model_, jax.random.PRNGKey(int(self.random_state)),
+            n_iterations=int(n_iterations), thin=thin, max_components=self.max_components,
+            moves=tuple(self.moves), resume=self.samples_)
+        dist = self._summarise(len(self.classes_))
+        self.label_distributions_ = dist
+        self.transduction_ = self.classes_[np.argmax(dist, axis=1)]
+        self.map_labels_ = self.classes_[self._map_indices]
+        return self
 
     def _fit_on_graph(self, graph, y):
         super()._fit_on_graph(graph, y)
-        self.map_labels_ = self.classes_[np.asarray(self.map_labels_)]  # suite convention
+        self.map_labels_ = self.classes_[self._map_indices]  # suite convention
         return self
 
     def to_arviz(self):
