@@ -28,6 +28,9 @@ ALL = (*MINCUT, "id3", "knn3")
 VARIANTS = {
     "swap_classes": ({"swap": True}, "binary",  # also moves ID3 / 3-NN class-order ties
                      "the other class as v+ (unreached components take the other label)", ALL),
+    "random_orientation": ({"swap": "random"}, "binary",
+                           "v+ drawn at random per draw (the paper does not say which class "
+                           "is v+; unreached components take the other label)", ALL),
     "half_at_most": ({"half_rule": "at_most"}, "all",
                      "delta_1/2 = largest delta whose largest component is below half",
                      ("delta_half", "delta_opt")),

@@ -214,3 +214,19 @@ def test_bench_table1_checks_only_writes_a_tagged_part(monkeypatch, tmp_path):
     checks = out["data_checks"]["Musk"]
     assert {"file_block_240", "whole_molecules", "musk2_class_prior"} <= set(checks)
     assert all(0.0 <= v <= 100.0 for v in checks["whole_molecules"].values())
+
+
+def test_random_orientation_is_one_of_the_two_per_draw():
+    rng = np.random.default_rng(4)
+    X = np.concatenate([rng.normal(0, 1.0, (30, 3)), rng.normal(1.5, 1.0, (30, 3))])
+    data = {"name": "blobs", "X": X, "categorical": np.zeros(3, bool),
+            "y": np.repeat([0, 1], 30)}
+    spec = {"name": "blobs", "L": 6, "U": 40, "metric": "euclidean", "noise": 0.0}
+    picks = []
+    for seed in range(8):
+        fixed = [table1_trial(data, spec, seed=seed, n_deltas=6, swap=s) for s in (False, True)]
+        coin = table1_trial(data, spec, seed=seed, n_deltas=6, swap="random")
+        picks.append(next(i for i, f in enumerate(fixed) if f == coin))
+    assert set(picks) == {0, 1}
+    with pytest.raises(ValueError, match="swap"):
+        table1_trial(data, spec, swap="sometimes")

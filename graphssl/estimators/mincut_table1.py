@@ -174,7 +174,8 @@ def table1_trial(data, spec, seed=0, n_deltas: int = 40, *, scaling="none", swap
 
     ``spec`` is a :data:`TABLE1` row. Options (defaults = our reading of the paper):
     ``scaling`` ("none" | "zscore" | "minmax", numeric sets, over L + U), ``swap`` (binary
-    sets: class 1 becomes ``v-``, i.e. the label unreached components get), ``half_rule``
+    sets: class 1 becomes ``v-``, i.e. the label unreached components get; ``"random"``: a
+    coin per draw, from its own stream so the L/U draw is unchanged), ``half_rule``
     (see :func:`graphssl.models.mincut_delta.delta_half`), ``metric`` (override),
     ``mincut3_ties`` ("index" | "random"), ``mincut3_unlabelled_only``, ``mincut3_arcs``
     (binary sets: "undirected", the paper's edges; "into": each example's three edges as arcs
@@ -194,6 +195,10 @@ def table1_trial(data, spec, seed=0, n_deltas: int = 40, *, scaling="none", swap
     lab, unl = draw(data, n_l, spec["U"], rng)
     idx = np.concatenate([lab, unl])
     y_all = data["y"][idx]
+    if isinstance(swap, str):
+        if swap != "random":
+            raise ValueError(f"swap: True, False or 'random', got {swap!r}")
+        swap = bool(np.random.default_rng([seed, 1]).integers(2))
     if swap:
         if np.unique(data["y"]).size != 2:
             raise ValueError("swap: only binary sets have a positive and a negative class")
