@@ -117,3 +117,26 @@ def test_compiled_kernel_matches_the_scan_sweep_on_the_gpu():
     assert first >= model.n_nodes // 2, f"draws part at site {first}"
     stop = min(first + 1, model.n_nodes)  # the class probabilities come before the draw
     np.testing.assert_allclose(np.asarray(pa)[:stop], np.asarray(pb)[:stop], atol=1e-4)
+
+
+def test_fused_greedy_sweep_and_map_refinement_equal_the_scan_ones():
+    from graphssl.inference.diffusion_mixture_gibbs import map_refine
+
+    model = _random_model(C=3)
+    state = dms.init_state(model, jax.random.PRNGKey(4))
+    a, pa = jax.jit(lambda s: dms.gibbs_sweep(model, jax.random.PRNGKey(0), s, greedy=True))(
+        state)
+    b, pb = jax.jit(lambda s: dmp.fused_gibbs_sweep(model, jax.random.PRNGKey(0), s,
+                                                    greedy=True))(state)
+    np.testing.assert_array_equal(np.asarray(a.y), np.asarray(b.y))
+    np.testing.assert_array_equal(np.asarray(a.beta), np.asarray(b.beta))
+    np.testing.assert_allclose(np.asarray(pa), np.asarray(pb), atol=1e-10)
+    refine = jax.jit(map_refine, static_argnames=("max_sweeps", "engine"))
+    (sa, na), (sb, nb) = (refine(model, state, max_sweeps=20, engine=e)
+                          for e in ("scan", "pallas"))
+    assert int(na) == int(nb) < 20  # converged, in the same number of sweeps
+    np.testing.assert_array_equal(np.asarray(sa.y), np.asarray(sb.y))
+    np.testing.assert_array_equal(np.asarray(sa.beta), np.asarray(sb.beta))
+    assert float(model.log_joint(sb.y, sb.beta)) >= float(model.log_joint(state.y, state.beta))
+    with pytest.raises(ValueError, match="engine"):
+        map_refine(model, state, engine="auto")

@@ -83,9 +83,10 @@ def sweep_tables(model) -> SweepTables:
     )
 
 
-def _sweep_kernel(n_nodes, d_ref, lap_ref, log_eta_ref, info_ref, scalar_ref, u_ref,
+def _sweep_kernel(n_nodes, greedy, d_ref, lap_ref, log_eta_ref, info_ref, scalar_ref, u_ref,
                   y_ref, beta_ref, counts_ref, y_out, beta_out, counts_out, probs_out):
-    """One program = one chain's sweep over sites 0..m-1 (see the module docstring)."""
+    """One program = one chain's sweep over sites 0..m-1 (see the module docstring);
+    ``greedy``: each site takes its conditional's joint argmax instead of a draw."""
     K, M = counts_ref.shape
     dtype = counts_ref.dtype
     cols = lax.broadcasted_iota(jnp.int32, (M,), 0)
@@ -114,13 +115,20 @@ def _sweep_kernel(n_nodes, d_ref, lap_ref, log_eta_ref, info_ref, scalar_ref, u_
         log_py = jnp.where(allowed, logits + jnp.log(jnp.sum(comp, axis=1)), -jnp.inf)
         weights = jnp.exp(log_py - jnp.max(log_py))
         probs = weights / jnp.sum(weights)
-        cum_y = jnp.cumsum(probs)
-        y_new = jnp.sum((cum_y <= u_ref[0, i] * jnp.max(cum_y)).astype(jnp.int32))
-        y_new = jnp.minimum(y_new, jnp.max(jnp.where(probs > 0, classes, 0))).astype(jnp.int32)
-        row = jnp.sum(jnp.where(classes[:, None] == y_new, comp, 0.0), axis=0)
-        cum_b = jnp.cumsum(row)
-        b_new = jnp.sum((cum_b <= u_ref[1, i] * jnp.max(cum_b)).astype(jnp.int32))
-        b_new = jnp.minimum(b_new, jnp.max(jnp.where(row > 0, cols, 0))).astype(jnp.int32)
+        if greedy:  # joint argmax over (y, beta), as map_refine's scan sweep
+            best = jnp.where(allowed, logits + jnp.log(jnp.max(comp, axis=1)), -jnp.inf)
+            y_new = jnp.argmax(best).astype(jnp.int32)
+            row = jnp.sum(jnp.where(classes[:, None] == y_new, comp, 0.0), axis=0)
+            b_new = jnp.argmax(row).astype(jnp.int32)
+        else:
+            cum_y = jnp.cumsum(probs)
+            y_new = jnp.sum((cum_y <= u_ref[0, i] * jnp.max(cum_y)).astype(jnp.int32))
+            last_y = jnp.max(jnp.where(probs > 0, classes, 0))
+            y_new = jnp.minimum(y_new, last_y).astype(jnp.int32)
+            row = jnp.sum(jnp.where(classes[:, None] == y_new, comp, 0.0), axis=0)
+            cum_b = jnp.cumsum(row)
+            b_new = jnp.sum((cum_b <= u_ref[1, i] * jnp.max(cum_b)).astype(jnp.int32))
+            b_new = jnp.minimum(b_new, jnp.max(jnp.where(row > 0, cols, 0))).astype(jnp.int32)
         new = (classes[:, None] == y_new) & (cols[None, :] == b_new)
         probs_out[i, :] = probs
         return (jnp.where(cols == i, y_new, y), jnp.where(cols == i, b_new, beta),
@@ -143,7 +151,8 @@ def _num_warps(K: int, M: int) -> int:
 
 
 def fused_gibbs_sweep(model, key, state: MixtureState, tables: SweepTables | None = None,
-                      interpret: bool | None = None, num_warps: int | None = None):
+                      interpret: bool | None = None, num_warps: int | None = None,
+                      greedy: bool = False):
     """One systematic-scan sweep of Eq. (7), fused into one kernel program per chain.
 
     Same contract and same draws (for the same ``key``) as
@@ -151,7 +160,9 @@ def fused_gibbs_sweep(model, key, state: MixtureState, tables: SweepTables | Non
     class_probs float[m, C])``. ``tables`` from :func:`sweep_tables` (built here when
     omitted; build them once outside a loop). ``interpret`` (default: off a GPU) runs the
     kernel in Pallas' interpreter; ``num_warps`` overrides the warps per program (default
-    4 / 8 / 16 as the padded counts grow). Works under ``vmap`` (the batch becomes the grid).
+    4 / 8 / 16 as the padded counts grow); ``greedy`` sets each site to its conditional's
+    joint argmax (the MAP refinement's sweep). Works under ``vmap`` (the batch becomes the
+    grid).
     """
     from jax.experimental import pallas as pl
 
@@ -171,7 +182,7 @@ def fused_gibbs_sweep(model, key, state: MixtureState, tables: SweepTables | Non
         warps = num_warps or _num_warps(K, M)
         params["compiler_params"] = pl_triton.CompilerParams(num_warps=warps, num_stages=2)
     kernel = pl.pallas_call(
-        lambda *refs: _sweep_kernel(m, *refs),
+        lambda *refs: _sweep_kernel(m, bool(greedy), *refs),
         out_shape=(jax.ShapeDtypeStruct((M,), jnp.int32),
                    jax.ShapeDtypeStruct((M,), jnp.int32),
                    jax.ShapeDtypeStruct((K, M), dtype),

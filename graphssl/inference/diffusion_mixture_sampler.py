@@ -401,14 +401,16 @@ def posterior_mean_labels(samples: MixtureSamples) -> np.ndarray:
     return np.asarray(samples.class_probs).mean(axis=-3)
 
 
-def map_estimate(model: DirichletDiffusionMixture, samples: MixtureSamples, max_sweeps=50):
+def map_estimate(model: DirichletDiffusionMixture, samples: MixtureSamples, max_sweeps=50,
+                 engine: str = "auto"):
     """MAP labels (Walder Sec. 5): best visited state over chains, refined by
-    :func:`map_refine`. Unbatched model only. Returns ``(y int[m], log_joint, n_sweeps)``."""
+    :func:`map_refine` (its sweeps by ``engine``, see :func:`resolve_engine`). Unbatched
+    model only. Returns ``(y int[m], log_joint, n_sweeps)``."""
     best = int(np.argmax(np.asarray(samples.map_log_joint)))
     state = MixtureState(samples.map_y[best], samples.map_beta[best], None)
     state = state._replace(stats=sufficient_statistics(model, state.y, state.beta))
-    state, sweeps = jax.jit(map_refine, static_argnames="max_sweeps")(
-        model, state, max_sweeps=max_sweeps)
+    state, sweeps = jax.jit(map_refine, static_argnames=("max_sweeps", "engine"))(
+        model, state, max_sweeps=max_sweeps, engine=resolve_engine(engine, model))
     return np.asarray(state.y), float(model.log_joint(state.y, state.beta)), int(sweeps)
 
 
