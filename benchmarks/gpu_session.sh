@@ -9,6 +9,8 @@
 #   bash benchmarks/gpu_session.sh 6     # GRF vs GraphLearning / scikit-learn, usps_full, GPU
 #   bash benchmarks/gpu_session.sh 7     # Dirichlet mixture R-hat: 1e5 more iterations of the
 #                                        # saved chains per call (3 back-to-back calls = 3e5)
+#   bash benchmarks/gpu_session.sh 8     # the GPU tests, Dirichlet mixture on g241c / g241n with
+#                                        # the fused sweep, GRF from features end to end
 #   bash benchmarks/gpu_session.sh smoke # every script at toy size (run it on a CPU first)
 #
 # Each script runs under its own time limit (`timeout`), so one that overruns leaves the others
@@ -108,6 +110,14 @@ case $part in
     run rhat 560 benchmarks/bench_diffusion_mixture_rhat.py --iterations 100000 --burn-in 1000 \
       --thin 100 --moves 1,1,0 --engine auto --state /tmp/gpu_state/rhat \
       --out benchmarks/results/bench_diffusion_mixture_rhat_gpu.json
+    ;;
+  8)  # what this session's device time did not reach (2026-11-23, second session)
+    run gpu_tests 150 -m pytest -q -p no:cacheprovider tests/test_diffusion_mixture_fused.py \
+      tests/test_end_to_end.py
+    run diffusion_mixture_rest 330 benchmarks/bench_diffusion_mixture.py --datasets g241c,g241n \
+      --engine pallas --iterations 2000 --burn-in 200 --thin 50 \
+      --out benchmarks/results/bench_diffusion_mixture_gpu_g241.json
+    run end_to_end 90 benchmarks/bench_end_to_end.py --splits 5 --repeats 3 --tag gpu
     ;;
   *)
     echo "unknown part $part" >&2
