@@ -25,6 +25,7 @@ import numpy as np
 
 from graphssl.data import load_dataset, random_splits
 from graphssl.models.baselines import end_to_end as e2e
+from graphssl.neighbors import exact_knn_traced, query_blocks
 from graphssl.validation import check_features
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
@@ -54,8 +55,8 @@ def main():
     n, d = X.shape
     C = int(y.max()) + 1
     splits = random_splits(y, label_rate=0.02, n_splits=args.splits, seed=0)
-    n_blocks, rows = e2e._blocks(n)
-    knn = jax.jit(e2e.knn_device, static_argnums=(1, 2, 3))
+    n_blocks, rows = query_blocks(n)
+    knn = jax.jit(exact_knn_traced, static_argnums=(1, 2, 3))
     rows_out = []
     for s, lab_idx in enumerate(splits):
         labels = -np.ones(n, int)

@@ -13,11 +13,8 @@ import pytest
 
 from graphssl.graph import knn_graph, knn_search
 from graphssl.models.baselines import UnreachedNodesWarning, harmonic_function
-from graphssl.models.baselines.end_to_end import (
-    _blocks,
-    harmonic_function_from_features,
-    knn_device,
-)
+from graphssl.models.baselines.end_to_end import harmonic_function_from_features
+from graphssl.neighbors import exact_knn_traced, query_blocks
 
 
 def _data(n=400, seed=0):
@@ -35,7 +32,7 @@ def _data(n=400, seed=0):
 def test_device_knn_equals_brute_force(n_blocks):
     X, _, _ = _data(301)
     rows = -(-301 // n_blocks)
-    index, sq = knn_device(jnp.asarray(X), 7, n_blocks, rows)
+    index, sq = exact_knn_traced(jnp.asarray(X), 7, n_blocks, rows)
     ref_index, ref_dist = knn_search(X, 7, method="brute")
     np.testing.assert_array_equal(np.asarray(index), ref_index)
     np.testing.assert_allclose(np.sqrt(np.asarray(sq)), ref_dist, atol=1e-9)
@@ -101,7 +98,7 @@ def test_bad_input_raises():
 
 def test_query_blocks_cover_the_rows_within_the_budget():
     for n in (1, 7, 9298, 100_000, 1_000_000):
-        n_blocks, rows = _blocks(n)
+        n_blocks, rows = query_blocks(n)
         assert n_blocks * rows >= n and (n_blocks - 1) * rows < n
         assert rows * n <= max(1 << 26, n)
 

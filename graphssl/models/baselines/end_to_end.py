@@ -8,8 +8,9 @@ inside one jitted function, with nothing coming back to the host until the label
 program 5.2 ms and the kNN search 2.4 ms; scikit-learn LabelSpreading 0.19-0.25 s on the
 same machine's 16 cores: ``benchmarks/bench_end_to_end.py``):
 
-1. exact kNN in float32 (full-precision products): scores ``2 x.y - |y|^2`` for a block of
-   queries, the query itself masked out, ``lax.top_k``; blocks of at most 2^26 scores;
+1. exact kNN in float32 (full-precision products, :func:`graphssl.neighbors.exact_knn_traced`):
+   scores ``2 x.y - |y|^2`` for a block of queries, the query itself masked out, the exact
+   grouped top-k; blocks of at most 2^26 scores;
 2. Gaussian weights ``exp(-d^2 / (2 sigma^2))`` with ``sigma`` = the mean k-th neighbour
    distance / 3 (Bergamim & Breve Eq. 7; ``sigma="kth_over_3"`` of :func:`knn_graph`) or a
    given number;
@@ -41,13 +42,10 @@ import numpy as np
 
 from graphssl.models.baselines.common import UnreachedNodesWarning
 from graphssl.models.baselines.solvers import jax_pcg
-from graphssl.neighbors import grouped_top_k
+from graphssl.neighbors import exact_knn_traced, query_blocks
 from graphssl.validation import check_features, check_k, check_labels
 
-__all__ = ["DeviceSolve", "harmonic_function_from_features", "knn_device"]
-
-_MAX_SCORES = 1 << 26  # floats in one block of query scores (256 MB in float32)
-
+__all__ = ["DeviceSolve", "harmonic_function_from_features"]
 
 class DeviceSolve(NamedTuple):
     """Output of :func:`harmonic_function_from_features` (host arrays): ``scores``
@@ -61,40 +59,6 @@ class DeviceSolve(NamedTuple):
     residual: float
     unreached: int
     sigma: float
-
-
-def _blocks(n: int) -> tuple[int, int]:
-    """``(n_blocks, rows)``: the fewest equal blocks of query rows within the score budget."""
-    max_rows = max(1, min(n, _MAX_SCORES // max(n, 1)))
-    n_blocks = -(-n // max_rows)
-    return n_blocks, -(-n // n_blocks)
-
-
-def knn_device(X, k: int, n_blocks: int, rows: int, group: int = 16):
-    """Traceable exact kNN on the device: ``(indices int32[n, k], squared distances [n, k])``
-    of each point's k nearest *other* points, nearest first (float32 scores at full
-    precision; ``n_blocks * rows >= n`` query rows, padded here). The columns are padded to a
-    multiple of ``group`` for :func:`graphssl.neighbors.grouped_top_k` (on an H100 it took
-    usps_full's search from 8.0 ms with one ``lax.top_k`` over all columns to 2.4 ms)."""
-    n, d = X.shape
-    norms = jnp.sum(X * X, axis=1)
-    pad = (-n) % group
-    column_norms = jnp.concatenate([norms, jnp.full((pad,), jnp.inf, X.dtype)])
-    columns = jnp.pad(2.0 * X, ((0, pad), (0, 0)))
-    queries = jnp.pad(X, ((0, n_blocks * rows - n), (0, 0))).reshape(n_blocks, rows, d)
-    first_rows = jnp.arange(n_blocks) * rows
-
-    def one(block):
-        Q, first = block
-        scores = jnp.matmul(Q, columns.T, precision=jax.lax.Precision.HIGHEST)
-        scores = scores - column_norms[None]
-        own = (first + jnp.arange(rows))[:, None] == jnp.arange(n + pad)[None, :]
-        best, index = grouped_top_k(jnp.where(own, -jnp.inf, scores), k, group)
-        return index.astype(jnp.int32), best
-
-    index, best = jax.lax.map(one, (queries, first_rows))
-    index, best = index.reshape(-1, k)[:n], best.reshape(-1, k)[:n]
-    return index, jnp.maximum(norms[:, None] - best, 0.0)
 
 
 def _symmetric_product(index, weights):
@@ -115,7 +79,7 @@ def _symmetric_product(index, weights):
                                                 "normalize_graph"))
 def _pipeline(X, labels, sigma, tol, maxiter, *, k, n_classes, n_blocks, rows,
               normalize_graph):
-    index, sq = knn_device(X, k, n_blocks, rows)
+    index, sq = exact_knn_traced(X, k, n_blocks, rows)
     sigma = jnp.where(sigma > 0, sigma, jnp.mean(jnp.sqrt(sq[:, -1])) / 3.0)
     weights = jnp.exp(-sq / (2.0 * sigma * sigma))
     product = _symmetric_product(index, weights)
@@ -184,7 +148,7 @@ def harmonic_function_from_features(X, labels, *, k: int = 10, sigma="kth_over_3
     if not 0 < tol < 1:
         raise ValueError(f"tol: a relative residual in (0, 1), got {tol}")
     maxiter = max(1000, 10 * int(np.sqrt(n)) + 100) if maxiter is None else int(maxiter)
-    n_blocks, rows = _blocks(n)
+    n_blocks, rows = query_blocks(n)
     F, pred, summary = jax.device_get(_pipeline(
         jnp.asarray(X, jnp.float32), jnp.asarray(labels, jnp.int32), jnp.float32(sigma_value),
         jnp.float32(tol), maxiter, k=k, n_classes=n_classes, n_blocks=n_blocks, rows=rows,
