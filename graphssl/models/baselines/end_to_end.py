@@ -41,11 +41,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphssl.models.baselines.common import UnreachedNodesWarning
-from graphssl.models.baselines.solvers import jax_pcg
+from graphssl.models.baselines.solvers import default_maxiter, jax_pcg
 from graphssl.neighbors import exact_knn_traced, query_blocks
 from graphssl.validation import check_features, check_k, check_labels
 
 __all__ = ["DeviceSolve", "harmonic_function_from_features"]
+
 
 class DeviceSolve(NamedTuple):
     """Output of :func:`harmonic_function_from_features` (host arrays): ``scores``
@@ -75,8 +76,7 @@ def _symmetric_product(index, weights):
     return product
 
 
-@partial(jax.jit, static_argnames=("k", "n_classes", "n_blocks", "rows",
-                                                "normalize_graph"))
+@partial(jax.jit, static_argnames=("k", "n_classes", "n_blocks", "rows", "normalize_graph"))
 def _pipeline(X, labels, sigma, tol, maxiter, *, k, n_classes, n_blocks, rows,
               normalize_graph):
     index, sq = exact_knn_traced(X, k, n_blocks, rows)
@@ -147,7 +147,7 @@ def harmonic_function_from_features(X, labels, *, k: int = 10, sigma="kth_over_3
         sigma_value = float(sigma)
     if not 0 < tol < 1:
         raise ValueError(f"tol: a relative residual in (0, 1), got {tol}")
-    maxiter = max(1000, 10 * int(np.sqrt(n)) + 100) if maxiter is None else int(maxiter)
+    maxiter = default_maxiter(n) if maxiter is None else int(maxiter)
     n_blocks, rows = query_blocks(n)
     F, pred, summary = jax.device_get(_pipeline(
         jnp.asarray(X, jnp.float32), jnp.asarray(labels, jnp.int32), jnp.float32(sigma_value),

@@ -165,6 +165,11 @@ def _jax_pcg_kernel():
     return _JAX_PCG
 
 
+def default_maxiter(n: int) -> int:
+    """CG iteration cap for ``n`` unknowns: ``max(1000, 10 sqrt(n) + 100)``."""
+    return max(1000, 10 * int(np.sqrt(n)) + 100)
+
+
 def check_dtype(dtype):
     """``np.float64`` or ``np.float32`` (the precision of the CG iterations), else ValueError."""
     if dtype is None:
@@ -185,7 +190,7 @@ def _solve_spd(A: sp.csr_matrix, B: np.ndarray, method: str, tol: float, maxiter
         method = "direct" if (n <= _DIRECT_MAX_N or not symmetric) else "cg"
     if method in ("cg", "jax_cg") and not symmetric:
         raise ValueError(f"method: {method!r} needs a symmetric graph; use method='direct'")
-    maxiter = int(maxiter) if maxiter is not None else max(1000, 10 * int(np.sqrt(n)) + 100)
+    maxiter = int(maxiter) if maxiter is not None else default_maxiter(n)
     if method == "direct":
         X = spla.splu(A.tocsc()).solve(B)
         res = np.linalg.norm(A @ X - B) / max(np.linalg.norm(B), 1e-300)
