@@ -1,5 +1,6 @@
 """GRF from features in one XLA program (``harmonic_function_from_features``), stage by stage,
-against scikit-learn LabelSpreading end to end in the same run (issue 2's goal: 10x).
+and LGC the same way (``lgc_from_features``), against scikit-learn LabelSpreading end to end
+in the same run (issue 2's goal: 10x).
 
 usps_full (9298 x 256), 2 % labels (every class present), ``--splits`` random splits, best of
 ``--repeats`` per split. Stages of ours: host checks + float32 copy, host -> device copy, the
@@ -25,6 +26,7 @@ import numpy as np
 
 from graphssl.data import load_dataset, random_splits
 from graphssl.models.baselines import end_to_end as e2e
+from graphssl.models.baselines.solvers import default_maxiter
 from graphssl.neighbors import exact_knn_traced, query_blocks
 from graphssl.validation import check_features
 
@@ -72,15 +74,21 @@ def main():
         lab_d = jnp.asarray(labels, jnp.int32)
 
         def program(Xd=Xd, lab_d=lab_d):
-            return e2e._pipeline(Xd, lab_d, jnp.float32(0.0), jnp.float32(1e-3), 1064, k=K,
-                                 n_classes=C, n_blocks=n_blocks, rows=rows,
-                                 normalize_graph=True)
+            return e2e._pipeline(Xd, lab_d, jnp.float32(0.0), jnp.float32(1e-3),
+                                 default_maxiter(n), jnp.float32(0.0), k=K, n_classes=C,
+                                 n_blocks=n_blocks, rows=rows, normalize_graph=True,
+                                 model="grf")
 
         out, t_program = best_of(args.repeats + 1, program)
         def public_call(labels=labels):
             return e2e.harmonic_function_from_features(X, labels, k=K, n_classes=C, tol=1e-3)
 
         public, t_public = best_of(args.repeats + 1, public_call)
+
+        def lgc_call(labels=labels):
+            return e2e.lgc_from_features(X, labels, k=K, n_classes=C, tol=1e-3)
+
+        lgc_out, t_lgc = best_of(args.repeats + 1, lgc_call)
 
         def spreading(labels=labels):
             with warnings.catch_warnings():
@@ -92,9 +100,10 @@ def main():
                    public=t_public, cg_iterations=int(out[2][0]),
                    cg_seconds_per_iteration=(t_program - t_knn) / max(int(out[2][0]), 1),
                    accuracy=float(np.mean(public.labels[mask] == y[mask])),
+                   lgc=t_lgc, lgc_accuracy=float(np.mean(lgc_out.labels[mask] == y[mask])),
                    label_spreading=t_ls,
                    label_spreading_accuracy=float(np.mean(pred_ls[mask] == y[mask])),
-                   ratio=t_ls / t_public)
+                   ratio=t_ls / t_public, ratio_lgc=t_ls / t_lgc)
         rows_out.append(row)
         print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
                        for k, v in row.items()), flush=True)

@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 
 from graphssl.graph import knn_graph, knn_search
-from graphssl.models.baselines import UnreachedNodesWarning, harmonic_function
-from graphssl.models.baselines.end_to_end import harmonic_function_from_features
+from graphssl.models.baselines import UnreachedNodesWarning, harmonic_function, lgc
+from graphssl.models.baselines.end_to_end import (
+    harmonic_function_from_features,
+    lgc_from_features,
+)
 from graphssl.neighbors import exact_knn_traced, query_blocks
 
 
@@ -52,6 +55,18 @@ def test_pipeline_matches_the_host_harmonic_function(normalize_graph):
     assert np.all(ours.labels[labels >= 0] == labels[labels >= 0])
 
 
+@pytest.mark.parametrize("alpha", [0.99, 0.9])
+def test_lgc_pipeline_matches_the_host_lgc(alpha):
+    X, y, labels = _data(seed=2)
+    ours = lgc_from_features(X, labels, k=8, alpha=alpha, tol=1e-7)
+    ref = lgc(knn_graph(X, 8, sigma="kth_over_3"), labels, alpha=alpha, tol=1e-10)
+    np.testing.assert_allclose(ours.scores, ref, atol=1e-4)
+    np.testing.assert_array_equal(ours.labels, ref.argmax(1))
+    assert ours.unreached == 0 and ours.residual <= 1e-7
+    with pytest.raises(ValueError, match="alpha"):
+        lgc_from_features(X, labels, alpha=1.0)
+
+
 def test_pipeline_with_a_given_sigma_and_loose_tolerance():
     X, y, labels = _data(seed=1)
     ours = harmonic_function_from_features(X, labels, k=6, sigma=0.7, tol=1e-3)
@@ -70,6 +85,9 @@ def test_unreached_component_gets_uniform_rows_and_a_warning():
     with pytest.warns(UnreachedNodesWarning, match="20 unlabelled nodes"):
         out = harmonic_function_from_features(X, labels, k=5, n_classes=3)
     assert out.unreached == 20
+    np.testing.assert_allclose(out.scores[60:], 1.0 / 3)
+    with pytest.warns(UnreachedNodesWarning, match="lgc_from_features: 20 unlabelled"):
+        out = lgc_from_features(X, labels, k=5, n_classes=3)
     np.testing.assert_allclose(out.scores[60:], 1.0 / 3)
 
 

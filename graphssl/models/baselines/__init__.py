@@ -31,7 +31,11 @@ re-exported here.
 """
 
 from graphssl.models.baselines.common import SolveInfo, UnreachedNodesWarning, normalize_scores
-from graphssl.models.baselines.end_to_end import DeviceSolve, harmonic_function_from_features
+from graphssl.models.baselines.end_to_end import (
+    DeviceSolve,
+    harmonic_function_from_features,
+    lgc_from_features,
+)
 from graphssl.models.baselines.graph_knn import knn_graph_classifier
 from graphssl.models.baselines.parzen import parzen_window
 from graphssl.models.baselines.propagation import class_mass_normalization, harmonic_function, lgc
@@ -40,6 +44,7 @@ from graphssl.models.baselines.solvers import batched_pcg
 __all__ = [
     "DeviceSolve",
     "harmonic_function_from_features",
+    "lgc_from_features",
     "UnreachedNodesWarning",
     "SolveInfo",
     "harmonic_function",

@@ -1,4 +1,4 @@
-"""The harmonic function from features in ONE XLA program (kNN graph + GRF on an accelerator).
+"""GRF and LGC from features in ONE XLA program (kNN graph + solve on an accelerator).
 
 :func:`harmonic_function` takes a graph; building that graph on the host and shipping a
 sparse matrix to the device costs more than the solve on a GPU (usps_full on an H100: gemm
@@ -23,7 +23,9 @@ same machine's 16 cores: ``benchmarks/bench_end_to_end.py``):
 5. the harmonic function (Zhu et al. 2003), ``L_UU F_U = W_UL F_L`` for all C columns by
    Jacobi-preconditioned CG (:func:`~graphssl.models.baselines.solvers.jax_pcg`) on the
    operator restricted to the unlabelled nodes; unlabelled nodes of a component without a
-   label keep an all-zero row and get the uniform distribution (counted in the result).
+   label keep an all-zero row and get the uniform distribution (counted in the result);
+   or LGC (Zhou et al. 2004), ``(I - alpha S) F = (1 - alpha) Y`` by CG
+   (:func:`lgc_from_features`).
 
 The graph matches ``knn_graph(X, k, sigma="kth_over_3", symmetrize="max")`` up to float32
 rounding of the distances (ties between equidistant neighbours may be broken differently).
@@ -45,7 +47,7 @@ from graphssl.models.baselines.solvers import default_maxiter, jax_pcg
 from graphssl.neighbors import exact_knn_traced, query_blocks
 from graphssl.validation import check_features, check_k, check_labels
 
-__all__ = ["DeviceSolve", "harmonic_function_from_features"]
+__all__ = ["DeviceSolve", "harmonic_function_from_features", "lgc_from_features"]
 
 
 class DeviceSolve(NamedTuple):
@@ -76,9 +78,30 @@ def _symmetric_product(index, weights):
     return product
 
 
-@partial(jax.jit, static_argnames=("k", "n_classes", "n_blocks", "rows", "normalize_graph"))
-def _pipeline(X, labels, sigma, tol, maxiter, *, k, n_classes, n_blocks, rows,
-              normalize_graph):
+def _grf_solve(weighted, degree, onehot, labelled, tol, maxiter):
+    """Harmonic function: ``L_UU F_U = W_UL F_L`` by Jacobi-PCG on the unlabelled rows."""
+    free = (~labelled).astype(onehot.dtype)[:, None]
+
+    def matvec(P):  # L_UU P on the unlabelled rows, zero on the labelled ones
+        return free * (degree[:, None] * P - weighted(free * P))
+
+    inv_diag = jnp.where(labelled, 1.0, 1.0 / degree)
+    F, iterations, residual = jax_pcg(matvec, free * weighted(onehot), inv_diag, tol, maxiter)
+    return jnp.where(labelled[:, None], onehot, F), iterations, residual
+
+
+def _lgc_solve(weighted, onehot, labelled, alpha, tol, maxiter):
+    """LGC (Zhou et al. 2004): ``(I - alpha S) F = (1 - alpha) Y`` by CG (``S_ii = 0``, so the
+    Jacobi preconditioner is the identity); labelled rows are not clamped."""
+    Y = onehot * labelled[:, None]
+    ones = jnp.ones(Y.shape[0], Y.dtype)
+    return jax_pcg(lambda P: P - alpha * weighted(P), (1.0 - alpha) * Y, ones, tol, maxiter)
+
+
+@partial(jax.jit, static_argnames=("k", "n_classes", "n_blocks", "rows", "normalize_graph",
+                                   "model"))
+def _pipeline(X, labels, sigma, tol, maxiter, alpha, *, k, n_classes, n_blocks, rows,
+              normalize_graph, model):
     index, sq = exact_knn_traced(X, k, n_blocks, rows)
     sigma = jnp.where(sigma > 0, sigma, jnp.mean(jnp.sqrt(sq[:, -1])) / 3.0)
     weights = jnp.exp(-sq / (2.0 * sigma * sigma))
@@ -89,18 +112,14 @@ def _pipeline(X, labels, sigma, tol, maxiter, *, k, n_classes, n_blocks, rows,
         weighted = lambda F: inv_sqrt[:, None] * product(inv_sqrt[:, None] * F)  # noqa: E731
     else:
         weighted = product
-    degree = weighted(ones)[:, 0]
     labelled = labels >= 0
-    free = (~labelled).astype(X.dtype)[:, None]
     onehot = (labels[:, None] == jnp.arange(n_classes)[None, :]).astype(X.dtype)
-    rhs = free * weighted(onehot)
-
-    def matvec(P):  # L_UU P on the unlabelled rows, zero on the labelled ones
-        return free * (degree[:, None] * P - weighted(free * P))
-
-    inv_diag = jnp.where(labelled, 1.0, 1.0 / degree)
-    F, iterations, residual = jax_pcg(matvec, rhs, inv_diag, tol, maxiter)
-    F = jnp.where(labelled[:, None], onehot, jnp.maximum(F, 0.0))
+    if model == "grf":
+        F, iterations, residual = _grf_solve(weighted, weighted(ones)[:, 0], onehot, labelled,
+                                             tol, maxiter)
+    else:
+        F, iterations, residual = _lgc_solve(weighted, onehot, labelled, alpha, tol, maxiter)
+    F = jnp.maximum(F, 0.0)
     total = jnp.sum(F, axis=1, keepdims=True)
     unreached = total[:, 0] <= 0
     F = jnp.where(unreached[:, None], 1.0 / n_classes,
@@ -108,6 +127,47 @@ def _pipeline(X, labels, sigma, tol, maxiter, *, k, n_classes, n_blocks, rows,
     summary = jnp.stack([iterations.astype(F.dtype), residual, jnp.sum(unreached), sigma,
                          jnp.all(jnp.isfinite(X)).astype(F.dtype)])
     return F, jnp.argmax(F, axis=1), summary
+
+
+def _run(name, X, labels, *, k, sigma, n_classes, normalize_graph, tol, maxiter, model,
+         alpha=0.0) -> DeviceSolve:
+    """Checks on the host, the program on the device, one fetch, errors and warnings."""
+    X = np.asarray(X)
+    if X.ndim != 2 or not np.issubdtype(X.dtype, np.number) or X.size == 0:
+        check_features(X)  # raises the library's message for the shape / dtype at fault
+    n = X.shape[0]
+    k = check_k(k, n)
+    labels = check_labels(labels, n, n_classes=n_classes)
+    n_classes = int(labels.max()) + 1 if n_classes is None else int(n_classes)
+    if isinstance(sigma, str):
+        if sigma != "kth_over_3":
+            raise ValueError(f"sigma: use a positive number or 'kth_over_3', got {sigma!r}")
+        sigma_value = 0.0
+    elif not float(sigma) > 0:
+        raise ValueError(f"sigma: the Gaussian width must be positive, got {sigma}")
+    else:
+        sigma_value = float(sigma)
+    if not 0 < tol < 1:
+        raise ValueError(f"tol: a relative residual in (0, 1), got {tol}")
+    maxiter = default_maxiter(n) if maxiter is None else int(maxiter)
+    n_blocks, rows = query_blocks(n)
+    F, pred, summary = jax.device_get(_pipeline(
+        jnp.asarray(X, jnp.float32), jnp.asarray(labels, jnp.int32), jnp.float32(sigma_value),
+        jnp.float32(tol), maxiter, jnp.float32(alpha), k=k, n_classes=n_classes,
+        n_blocks=n_blocks, rows=rows, normalize_graph=bool(normalize_graph), model=model))
+    it, res, unreached, used_sigma, finite = (float(v) for v in summary)
+    if not finite:  # checked on the device (float32 copy): name the rows on the host
+        check_features(X)
+        raise ValueError("X: features overflow float32; rescale them")
+    if used_sigma <= 0 or not np.isfinite(used_sigma):
+        raise ValueError("X: every point's k-th neighbour is at distance 0 (duplicate "
+                         "points); remove duplicates or increase k")
+    if unreached:
+        warnings.warn(f"{name}: {int(unreached)} unlabelled nodes lie in components without a "
+                      "label; they get the uniform distribution (label a point in each "
+                      "component or increase k)", UnreachedNodesWarning, stacklevel=3)
+    return DeviceSolve(np.asarray(F, np.float64), np.asarray(pred), int(it), res,
+                       int(unreached), used_sigma)
 
 
 def harmonic_function_from_features(X, labels, *, k: int = 10, sigma="kth_over_3",
@@ -130,40 +190,24 @@ def harmonic_function_from_features(X, labels, *, k: int = 10, sigma="kth_over_3
     Returns a :class:`DeviceSolve`. Same outputs as ``harmonic_function(knn_graph(X, k,
     sigma="kth_over_3"), labels, normalize_graph=...)`` up to float32 rounding.
     """
-    X = np.asarray(X)
-    if X.ndim != 2 or not np.issubdtype(X.dtype, np.number) or X.size == 0:
-        check_features(X)  # raises the library's message for the shape / dtype at fault
-    n = X.shape[0]
-    k = check_k(k, n)
-    labels = check_labels(labels, n, n_classes=n_classes)
-    n_classes = int(labels.max()) + 1 if n_classes is None else int(n_classes)
-    if isinstance(sigma, str):
-        if sigma != "kth_over_3":
-            raise ValueError(f"sigma: use a positive number or 'kth_over_3', got {sigma!r}")
-        sigma_value = 0.0
-    elif not float(sigma) > 0:
-        raise ValueError(f"sigma: the Gaussian width must be positive, got {sigma}")
-    else:
-        sigma_value = float(sigma)
-    if not 0 < tol < 1:
-        raise ValueError(f"tol: a relative residual in (0, 1), got {tol}")
-    maxiter = default_maxiter(n) if maxiter is None else int(maxiter)
-    n_blocks, rows = query_blocks(n)
-    F, pred, summary = jax.device_get(_pipeline(
-        jnp.asarray(X, jnp.float32), jnp.asarray(labels, jnp.int32), jnp.float32(sigma_value),
-        jnp.float32(tol), maxiter, k=k, n_classes=n_classes, n_blocks=n_blocks, rows=rows,
-        normalize_graph=bool(normalize_graph)))
-    it, res, unreached, used_sigma, finite = (float(v) for v in summary)
-    if not finite:  # checked on the device (float32 copy): name the rows on the host
-        check_features(X)
-        raise ValueError("X: features overflow float32; rescale them")
-    if used_sigma <= 0 or not np.isfinite(used_sigma):
-        raise ValueError("X: every point's k-th neighbour is at distance 0 (duplicate "
-                         "points); remove duplicates or increase k")
-    if unreached:
-        warnings.warn(f"harmonic_function_from_features: {int(unreached)} unlabelled nodes lie "
-                      "in components without a label; they get the uniform distribution "
-                      "(label a point in each component or increase k)",
-                      UnreachedNodesWarning, stacklevel=2)
-    return DeviceSolve(np.asarray(F, np.float64), np.asarray(pred), int(it), res,
-                       int(unreached), used_sigma)
+    return _run("harmonic_function_from_features", X, labels, k=k, sigma=sigma,
+                n_classes=n_classes, normalize_graph=normalize_graph, tol=tol,
+                maxiter=maxiter, model="grf")
+
+
+def lgc_from_features(X, labels, *, k: int = 10, sigma="kth_over_3", alpha: float = 0.99,
+                      n_classes: int | None = None, tol: float = 1e-3,
+                      maxiter: int | None = None) -> DeviceSolve:
+    """kNN graph + LGC (Zhou et al. 2004) in one program on the default JAX device (float32).
+
+    ``F* = (1 - alpha) (I - alpha S)^{-1} Y`` with ``S = D^-1/2 W D^-1/2`` on the graph of
+    :func:`harmonic_function_from_features` (same arguments; ``alpha`` in (0, 1)). Rows are
+    normalised to class distributions; labelled rows are not clamped. Same outputs as
+    ``lgc(knn_graph(X, k, sigma="kth_over_3"), labels, alpha=alpha)`` up to float32 rounding
+    (at small alpha a node far from every label has a row of tiny values whose ratios float32
+    keeps only roughly: at alpha = 0.5, up to 1e-3 off the float64 solve; 1e-4 at 0.9).
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha: must lie in (0, 1), got {alpha}")
+    return _run("lgc_from_features", X, labels, k=k, sigma=sigma, n_classes=n_classes,
+                normalize_graph=True, tol=tol, maxiter=maxiter, model="lgc", alpha=alpha)
