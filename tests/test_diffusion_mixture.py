@@ -391,3 +391,8 @@ def test_estimator_sample_more_equals_a_longer_fit():
     assert set(np.unique(short.transduction_)) <= {5, 6}
     with pytest.raises(ValueError, match="n_iterations"):
         short.sample_more(2)
+    forced = DiffusionMixtureClassifier(n_iterations=10, engine="pallas", **kw).fit(ds.X, y)
+    scan = DiffusionMixtureClassifier(n_iterations=10, engine="scan", **kw).fit(ds.X, y)
+    np.testing.assert_array_equal(forced.transduction_, scan.transduction_)
+    with pytest.raises(ValueError, match="engine"):
+        DiffusionMixtureClassifier(engine="cuda", **kw).fit(ds.X, y)

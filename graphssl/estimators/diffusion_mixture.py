@@ -7,6 +7,7 @@ import numpy as np
 
 from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.inference.diffusion_mixture_sampler import (
+    ENGINES,
     map_estimate,
     posterior_mean_labels,
     sample_mixture,
@@ -41,6 +42,9 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         (labels from the graph Parzen window on the same D_tau, a fraction ``init_noise``
         redrawn per chain so that chains still start apart; centres beta_i = i).
       random_state: integer seed.
+      engine: the Gibbs sweep's implementation, ``"auto"`` (one fused kernel per chain on a
+        GPU, ``lax.scan`` elsewhere), ``"scan"`` or ``"pallas"`` (same draws either way; see
+        :func:`~graphssl.inference.diffusion_mixture_sampler.resolve_engine`).
 
     Attributes after ``fit``: those of the base, plus ``model_``, ``samples_``
     (:class:`~graphssl.inference.diffusion_mixture_sampler.MixtureSamples`),
@@ -53,7 +57,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
                  alpha=0.5, gamma=0.0, class_prior=None, balance=True,
                  laplacian_kind="symmetric", n_chains=4, n_iterations=1000, burn_in=100,
                  thin=10, max_components=2, moves=(1, 1, 0), estimate="mean", init="random",
-                 init_noise=0.1, random_state=0):
+                 init_noise=0.1, random_state=0, engine="auto"):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.tau = tau
         self.alpha = alpha
@@ -71,6 +75,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         self.init = init
         self.init_noise = init_noise
         self.random_state = random_state
+        self.engine = engine
 
     def _eta(self, labels, n_classes):
         if self.class_prior is None:
@@ -85,6 +90,8 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
     def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:
         if self.estimate not in ("mean", "map"):
             raise ValueError(f"estimate: got {self.estimate!r}; use 'mean' or 'map'")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine: got {self.engine!r}; use one of {ENGINES}")
         self.model_ = DirichletDiffusionMixture.create(
             graph, labels, n_classes, tau=self.tau, alpha=self.alpha, gamma=self.gamma,
             class_prior=self._eta(labels, n_classes), balance=self.balance,
@@ -99,14 +106,16 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
             n_iterations=self.n_iterations, burn_in=self.burn_in, thin=thin,
             max_components=self.max_components, moves=tuple(self.moves),
             init_beta="self" if warm else "random",
-            init_labels=start, init_noise=float(self.init_noise) if warm else 0.0)
+            init_labels=start, init_noise=float(self.init_noise) if warm else 0.0,
+            engine=self.engine)
         return self._summarise(n_classes)
 
     def _summarise(self, n_classes) -> np.ndarray:
         """Posterior mean, MAP and acceptance rates from ``samples_``; the label
         distributions that ``estimate`` asks for."""
         self.posterior_mean_ = posterior_mean_labels(self.samples_)
-        map_labels, self.map_log_joint_, _ = map_estimate(self.model_, self.samples_)
+        map_labels, self.map_log_joint_, _ = map_estimate(self.model_, self.samples_,
+                                                          engine=self.engine)
         self.acceptance_ = {
             "resample": float(np.mean(self.samples_.resample_accepted)),
             "relabel": float(np.mean(self.samples_.relabel_accepted)),
@@ -130,7 +139,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         self.samples_ = sample_mixture(
             self.model_, jax.random.PRNGKey(int(self.random_state)),
             n_iterations=int(n_iterations), thin=thin, max_components=self.max_components,
-            moves=tuple(self.moves), resume=self.samples_)
+            moves=tuple(self.moves), resume=self.samples_, engine=self.engine)
         dist = self._summarise(len(self.classes_))
         self.label_distributions_ = dist
         self.transduction_ = self.classes_[np.argmax(dist, axis=1)]
