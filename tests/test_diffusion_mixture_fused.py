@@ -87,8 +87,11 @@ def test_fused_sweep_large_gamma_gives_no_nan():
     assert np.isfinite(float(model.log_joint(new.y, new.beta)))
 
 
-def test_sampler_engines_agree_and_bad_engine_raises():
+@pytest.mark.parametrize("batched", [False, True])
+def test_sampler_engines_agree_and_bad_engine_raises(batched):
     model = _model()
+    if batched:  # splits x chains: a two-dimensional kernel grid
+        model = dms.stack_models([model, _model(gamma=0.0)])
     runs = [dms.sample_mixture(model, jax.random.PRNGKey(5), n_chains=2, n_iterations=20,
                                burn_in=2, engine=e) for e in ("scan", "pallas")]
     np.testing.assert_array_equal(np.asarray(runs[0].labels), np.asarray(runs[1].labels))
