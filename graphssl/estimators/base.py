@@ -140,9 +140,13 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         encoded[labelled] = np.searchsorted(self.classes_, y[labelled])
         dist = np.asarray(self._label_distributions(graph, encoded, self.classes_.size))
         self.graph_ = graph
+        self._set_label_distributions(dist)
+        return self
+
+    def _set_label_distributions(self, dist) -> None:
+        """``label_distributions_`` and ``transduction_`` (values of ``classes_``)."""
         self.label_distributions_ = dist
         self.transduction_ = self.classes_[np.argmax(dist, axis=1)]
-        return self
 
     # ------------------------------------------------------------------ prediction
     def predict_proba(self, X=None):

@@ -140,16 +140,12 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
             self.model_, jax.random.PRNGKey(int(self.random_state)),
             n_iterations=int(n_iterations), thin=thin, max_components=self.max_components,
             moves=tuple(self.moves), resume=self.samples_, engine=self.engine)
-        dist = self._summarise(len(self.classes_))
-        self.label_distributions_ = dist
-        self.transduction_ = self.classes_[np.argmax(dist, axis=1)]
-        self.map_labels_ = self.classes_[self._map_indices]
+        self._set_label_distributions(self._summarise(len(self.classes_)))
         return self
 
-    def _fit_on_graph(self, graph, y):
-        super()._fit_on_graph(graph, y)
+    def _set_label_distributions(self, dist) -> None:
+        super()._set_label_distributions(dist)
         self.map_labels_ = self.classes_[self._map_indices]  # suite convention
-        return self
 
     def to_arviz(self):
         """The chains as an ArviZ DataTree (energy, move acceptances, co-assignment)."""
