@@ -95,7 +95,7 @@ def run(model, parzen, y, test, moves, args):
                / run_s,
                loadavg_before=load_before, loadavg_after=load_after,
                acceptance={k: float(np.mean(getattr(s, f"{k}_accepted")))
-                           for k in ("resample", "relabel", "split_merge")})
+                           for k in dms.MOVES})
     for name in ("energy", "n_components", "edge_agreement"):
         x = np.asarray(getattr(s, name), np.float64)
         rec[name] = dict(zip(("rhat", "ess"), _rhat_ess(x), strict=True))
@@ -153,7 +153,8 @@ def main():
               f"{rec['edge_agreement']['rhat']:.3f}, co-assignment max "
               f"{rec['coassignment']['max_rhat']:.3f}; ESS(energy) {rec['energy']['ess']:.0f}; "
               f"chain accuracy {np.round(rec['chain_accuracy'], 3).tolist()}; posterior mean "
-              f"{rec['posterior_mean_accuracy']:.3f}", flush=True)
+              f"{rec['posterior_mean_accuracy']:.3f}; acceptance "
+              f"{ {k: round(v, 4) for k, v in rec['acceptance'].items()} }", flush=True)
         pathlib.Path(args.out).write_text(json.dumps(out, indent=1))
 
 

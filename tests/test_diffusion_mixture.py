@@ -10,6 +10,7 @@ is compared with the exact label marginals within 0.03 (autocorrelated draws).
 """
 
 import itertools
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -284,9 +285,10 @@ def test_parzen_scores_match_the_library_baseline(setup):
     np.testing.assert_allclose(np.asarray(dm.parzen_scores(setup[0])), lib, atol=1e-10)
 
 
-def _split_merge_repeated(model, keys, states):
-    """``len(keys)`` successive split-merge attempts on every state (a chain per state)."""
-    one = jax.vmap(dms.split_merge_move, in_axes=(None, 0, 0))
+def _split_merge_repeated(model, keys, states, move=dms.split_merge_move):
+    """``len(keys)`` successive attempts of a split-merge ``move`` on every state (a chain
+    per state)."""
+    one = jax.vmap(move, in_axes=(None, 0, 0))
 
     def body(st, key):
         new, acc = one(model, jax.random.split(key, st.y.shape[0]), st)
@@ -295,11 +297,13 @@ def _split_merge_repeated(model, keys, states):
     return jax.lax.scan(body, states, keys)
 
 
-_SPLIT_MERGE = jax.jit(_split_merge_repeated)
+_SPLIT_MERGE = jax.jit(_split_merge_repeated, static_argnames="move")
+_MOVES = {"local": dms.split_merge_move, "centred": dms.centred_split_merge_move}
 
 
+@pytest.mark.parametrize("kind", ["local", "centred"])
 @pytest.mark.parametrize("gamma", [0.8, 0.0])
-def test_split_merge_move_leaves_joint_invariant(setup, gamma):
+def test_split_merge_move_leaves_joint_invariant(setup, gamma, kind):
     """The split-merge move (not in the paper) keeps the exact joint: tables within 5 s.e.
     after 30 successive attempts on each of N exact draws (repeating a wrong kernel drives
     the draws further from the target: dropping the subset or centre proposal term from the
@@ -310,12 +314,13 @@ def test_split_merge_move_leaves_joint_invariant(setup, gamma):
         ys, bs, p = _enumerate(model)
         idx = np.random.default_rng(4).choice(p.size, size=N_EXACT, p=p)
         states, exact = _states(model, ys[idx], bs[idx]), _tables(ys, bs, p)
-    one, acc1 = _SPLIT_MERGE(model, _keys(20, 1), states)
+    move = _MOVES[kind]
+    one, acc1 = _SPLIT_MERGE(model, _keys(20, 1), states, move=move)
     before = np.asarray(states.stats.component_counts > 0).sum((1, 2))
     after = np.asarray(one.stats.component_counts > 0).sum((1, 2))
     assert np.mean(after > before) > 0.01 and np.mean(after < before) > 0.01
     assert 0.02 < float(np.mean(acc1)) < 0.9
-    new, _ = _SPLIT_MERGE(model, _keys(21, 30), states)
+    new, _ = _SPLIT_MERGE(model, _keys(21, 30), states, move=move)
     _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
     ref = _STATS(model, new.y, new.beta)
     np.testing.assert_array_equal(np.asarray(ref.component_counts),
@@ -323,15 +328,45 @@ def test_split_merge_move_leaves_joint_invariant(setup, gamma):
     np.testing.assert_array_equal(np.asarray(new.y), np.asarray(states.y))
 
 
+_FLIP = {cap: partial(dms.cluster_flip_move, max_members=cap) for cap in (2, 5)}
+
+
+@pytest.mark.parametrize("gamma, cap", [(0.8, 5), (2.0, 5), (2.0, 2)])
+def test_cluster_flip_move_leaves_joint_invariant(setup, gamma, cap):
+    """The Swendsen–Wang cluster flip with re-allocated centres keeps the exact joint: tables
+    within 5 s.e. after 30 attempts on each of N exact draws. At gamma = 2 many bonds open, so
+    clusters of two or three nodes are flipped (a wrong bond probability or a missing
+    allocation term is then detected); ``cap = 2`` rejects the clusters of three."""
+    model, states, exact = setup
+    if gamma != 0.8:
+        model = _model(gamma=gamma)
+        ys, bs, p = _enumerate(model)
+        idx = np.random.default_rng(5).choice(p.size, size=N_EXACT, p=p)
+        states, exact = _states(model, ys[idx], bs[idx]), _tables(ys, bs, p)
+    one, acc1 = _SPLIT_MERGE(model, _keys(22, 1), states, move=_FLIP[cap])
+    assert 0.005 < float(np.mean(acc1)) < 0.9
+    flipped = np.asarray(one.y != states.y).sum(1)
+    assert np.mean(flipped >= 2) > 0.001 and np.all(flipped <= cap)
+    new, _ = _SPLIT_MERGE(model, _keys(23, 30), states, move=_FLIP[cap])
+    _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
+    ref = _STATS(model, new.y, new.beta)
+    np.testing.assert_array_equal(np.asarray(ref.component_counts),
+                                  np.asarray(new.stats.component_counts))
+    np.testing.assert_allclose(np.asarray(ref.laplacian_indicators),
+                               np.asarray(new.stats.laplacian_indicators), atol=1e-5)
+
+
 def test_chain_with_extra_moves_matches_enumeration(setup):
-    """Several attempts of every move per iteration (incl. split-merge): exact marginals."""
+    """Several attempts of every move per iteration (incl. both split-merge moves and the
+    cluster flip): exact marginals."""
     model = setup[0]
     ys, _, p = _enumerate(model)
     exact_y = np.stack([np.bincount(ys[:, i], weights=p, minlength=C) for i in range(M)])
     s = dms.sample_mixture(model, jax.random.PRNGKey(6), n_chains=8, n_iterations=1000,
-                           burn_in=50, thin=5, moves=(2, 2, 3))
+                           burn_in=50, thin=5, moves=(2, 2, 3, 2, 2))
     np.testing.assert_allclose(dms.posterior_mean_labels(s), exact_y, atol=0.03)
-    assert 0.02 < float(np.mean(s.split_merge_accepted)) < 0.95
+    for name in ("split_merge", "centred_split_merge", "cluster_flip"):
+        assert 0.01 < float(np.mean(getattr(s, f"{name}_accepted"))) < 0.95, name
     with pytest.raises(ValueError, match="moves"):
         dms.sample_mixture(model, jax.random.PRNGKey(0), n_iterations=2, moves=(1, -1))
 

@@ -8,7 +8,9 @@ import numpy as np
 from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.inference.diffusion_mixture_sampler import (
     ENGINES,
+    MOVES,
     map_estimate,
+    move_counts,
     posterior_mean_labels,
     sample_mixture,
 )
@@ -33,8 +35,9 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
       n_chains, n_iterations, burn_in, thin: MCMC settings (one iteration = Gibbs sweep +
         one attempt of each Metropolis–Hastings move).
       max_components: R of the re-labelling move (Sec. 4.2).
-      moves: attempts per iteration of the (re-sampling, re-labelling, split-merge) moves;
-        ``(1, 1, 0)`` is the paper's iteration, more attempts mix faster (see
+      moves: attempts per iteration of the (re-sampling, re-labelling, split-merge,
+        centred split-merge, cluster-flip) moves; ``(1, 1, 0)`` is the paper's iteration,
+        the last three are ours (see
         :func:`~graphssl.inference.diffusion_mixture_sampler.iteration`).
       estimate: ``"mean"`` (posterior class marginals) or ``"map"`` (most probable visited
         state refined by conditional maximisation, one-hot).
@@ -49,7 +52,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
     Attributes after ``fit``: those of the base, plus ``model_``, ``samples_``
     (:class:`~graphssl.inference.diffusion_mixture_sampler.MixtureSamples`),
     ``posterior_mean_`` (float[n, C]), ``map_labels_`` (int[n], values of ``classes_``),
-    ``map_log_joint_``, ``acceptance_`` (dict of mean acceptance rates).
+    ``map_log_joint_``, ``acceptance_`` (mean acceptance rate of each move attempted).
     :meth:`sample_more` continues the chains of a fitted model.
     """
 
@@ -116,11 +119,9 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         self.posterior_mean_ = posterior_mean_labels(self.samples_)
         map_labels, self.map_log_joint_, _ = map_estimate(self.model_, self.samples_,
                                                           engine=self.engine)
-        self.acceptance_ = {
-            "resample": float(np.mean(self.samples_.resample_accepted)),
-            "relabel": float(np.mean(self.samples_.relabel_accepted)),
-            "split_merge": float(np.mean(self.samples_.split_merge_accepted)),
-        }
+        attempts = dict(zip(MOVES, move_counts(self.moves), strict=True))
+        self.acceptance_ = {name: float(np.mean(getattr(self.samples_, f"{name}_accepted")))
+                            for name, n in attempts.items() if n > 0}
         self._map_indices = np.asarray(map_labels)
         if self.estimate == "map":
             return np.eye(n_classes)[self._map_indices]

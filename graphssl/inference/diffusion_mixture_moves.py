@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 from jax.scipy.special import gammaln
 
-from graphssl.inference.diffusion_mixture_gibbs import MixtureState
+from graphssl.inference.diffusion_mixture_gibbs import MixtureState, _inverse_cdf
 from graphssl.models.diffusion_mixture import (
     log_joint_delta,
     log_joint_terms,
     sufficient_statistics,
 )
 
-__all__ = ["resample_component_move", "relabel_components_move", "split_merge_move"]
+__all__ = ["resample_component_move", "relabel_components_move", "split_merge_move",
+           "centred_split_merge_move", "cluster_flip_move"]
 
 # ----------------------------------------------------------------------------- MH moves
 
@@ -205,3 +207,223 @@ def split_merge_move(model, key, state: MixtureState):
     sign = jnp.where(split, 1, -1).astype(comp.dtype)
     comp = comp.at[j, l].add(-sign * moved).at[j, l2].add(sign * moved)
     return MixtureState(y, beta_new, stats._replace(component_counts=comp)), accept
+
+
+def _centre_log_q(logits, centre, candidates):
+    """``log q(centre)`` for a centre drawn with weights ``exp(logits)`` over ``candidates``."""
+    return logits[centre] - jax.nn.logsumexp(jnp.where(candidates, logits, -jnp.inf))
+
+
+def _draw_centre(key, logits, candidates):
+    return jax.random.categorical(key, jnp.where(candidates, logits, -jnp.inf)).astype(jnp.int32)
+
+
+def centred_split_merge_move(model, key, state: MixtureState):
+    """Split or merge components of one class with the new centres drawn from their conditional
+    given the members (a split–merge move in the style of Jain & Neal 2004; not in Walder).
+
+    Given the members ``S`` of a component of class j, the centre's full conditional is
+    ``p(l | S) ∝ prod_{i in S} D[i, l]`` over the centres class j leaves free (p_DM depends on
+    the counts only, so moving a whole component between free centres does not change it).
+    This move uses that conditional as its centre proposal, so merged and split components get
+    centres that fit their members (the plain :func:`split_merge_move` keeps a's centre).
+
+    Proposal: pick a node a uniformly and b != a with probability ``D[b, a] / (1 - D[a, a])``
+    (a fixed kernel on ordered pairs); nothing happens if ``y_a != y_b``. Let j = y_a and
+    ``F`` = the centres not used by the *other* components of class j (the free centres plus
+    those of a's and b's components).
+
+    * **Split** (``beta_a = beta_b = l*``, members U): a goes to side A, b to side B, every
+      other member i to B with probability ``p_i = D[i, b] / (D[i, a] + D[i, b])``
+      (a and b stand in for the unknown centres), independently; then
+      ``l_A ~ p(. | A)`` over F and ``l_B ~ p(. | B)`` over ``F \\ {l_A}``.
+    * **Merge** (``beta_a = l_A != l_B = beta_b``): ``U = A ∪ B`` takes the centre
+      ``l* ~ p(. | U)`` over F.
+
+    Detailed balance. For the ordered pair (a, b), split and merge are each other's reverse:
+    F is the same set before and after (it excludes only the centres of the untouched
+    components), the split state's sides are the merged state's two components with a in A
+    and b in B, and every ``p_i`` lies in (0, 1), so each split is reachable from the merged
+    state and back. With ``q_split = prod_{i != a, b} p_i^{[i in B]} (1 - p_i)^{[i in A]}
+    * p(l_A | A, F) * p(l_B | B, F \\ {l_A})`` and ``q_merge = p(l* | U, F)``,
+
+        A_split = pi(split) q_merge / (pi(merged) q_split),  A_merge = 1 / A_split,
+
+    ``pi(split) / pi(merged) = G(n_A + a/m) G(n_B + a/m) / (G(n + a/m) G(a/m))
+    * prod_{i in A} D[i, l_A] prod_{i in B} D[i, l_B] / prod_{i in U} D[i, l*]`` (labels do
+    not change, so only p_DM, Eq. 6, and the likelihood, Eq. 3, enter). Checked against exact
+    enumeration in ``tests/test_diffusion_mixture.py``. Returns ``(state, accepted)``.
+    """
+    k_a, k_b, k_side, k_ca, k_cb, k_merge, k_u = jax.random.split(key, 7)
+    m = model.n_nodes
+    y, beta, stats = state
+    log_d = model.log_diffusion
+    nodes = jnp.arange(m)
+    a = jax.random.randint(k_a, (), 0, m)
+    b = jax.random.categorical(k_b, jnp.where(nodes == a, -jnp.inf, log_d[:, a])).astype(
+        jnp.int32)
+    j = y[a]
+    same_class = y[b] == j
+    split = beta[a] == beta[b]
+    members = (y == j) & ((beta == beta[a]) | (beta == beta[b]))
+    free = (stats.component_counts[j] == 0) | (nodes == beta[a]) | (nodes == beta[b])
+    # sides: drawn for a split, read off the two components for a merge
+    log_p = log_d[:, b] - jnp.logaddexp(log_d[:, a], log_d[:, b])
+    log_1mp = log_d[:, a] - jnp.logaddexp(log_d[:, a], log_d[:, b])
+    draws = jax.random.uniform(k_side, (m,), dtype=log_d.dtype) < jnp.exp(log_p)
+    side_b = jnp.where(split, draws, beta == beta[b])
+    side_b = members & ((side_b & (nodes != a)) | (nodes == b))
+    side_a = members & ~side_b
+    others = members & (nodes != a) & (nodes != b)
+    log_q_sides = jnp.sum(jnp.where(others, jnp.where(side_b, log_p, log_1mp), 0.0))
+    # centre conditionals: sum_{i in S} log D[i, l] for every l
+    logits_a = side_a.astype(log_d.dtype) @ log_d
+    logits_b = side_b.astype(log_d.dtype) @ log_d
+    logits_u = logits_a + logits_b
+    drawn_a = _draw_centre(k_ca, logits_a, free)
+    l_a = jnp.where(split, drawn_a, beta[a])
+    free_b = free & (nodes != l_a)
+    l_b = jnp.where(split, _draw_centre(k_cb, logits_b, free_b), beta[b])
+    l_u = jnp.where(split, beta[a], _draw_centre(k_merge, logits_u, free))
+    log_q_split = (log_q_sides + _centre_log_q(logits_a, l_a, free)
+                   + _centre_log_q(logits_b, l_b, free_b))
+    log_q_merge = _centre_log_q(logits_u, l_u, free)
+    a_m = model.alpha / m
+    n_a = jnp.sum(side_a).astype(log_d.dtype)
+    n_b = jnp.sum(side_b).astype(log_d.dtype)
+    log_target = (gammaln(n_a + a_m) + gammaln(n_b + a_m) - gammaln(n_a + n_b + a_m)
+                  - gammaln(a_m) + logits_a[l_a] + logits_b[l_b] - logits_u[l_u])
+    log_split = log_target + log_q_merge - log_q_split
+    log_ratio = jnp.where(split, log_split, -log_split)
+    valid = same_class & (free_b.any() | ~split)
+    accept = valid & (jnp.log(jax.random.uniform(k_u, dtype=log_d.dtype)) < log_ratio)
+    new_beta = jnp.where(split, jnp.where(side_b, l_b, l_a), l_u)
+    beta_new = jnp.where(accept & members, new_beta, beta)
+    comp = stats.component_counts
+    sign = jnp.where(split, 1, -1).astype(comp.dtype)
+    n_a_i, n_b_i = jnp.sum(side_a).astype(comp.dtype), jnp.sum(side_b).astype(comp.dtype)
+    delta = jnp.where(accept, sign, 0).astype(comp.dtype)
+    comp = (comp.at[j, l_u].add(-delta * (n_a_i + n_b_i))
+            .at[j, l_a].add(delta * n_a_i).at[j, l_b].add(delta * n_b_i))
+    return MixtureState(y, beta_new, stats._replace(component_counts=comp)), accept
+
+
+def _bond_cluster(model, key, y, seed_node):
+    """The Swendsen–Wang cluster of ``seed_node`` (bool[m]) for the MRF potential (Eq. 4).
+
+    Off the diagonal, ``log p_MRF = gamma sum_{(i, s)} S_is [y_i = y_{nb(i, s)}]`` over the
+    directed entries of the Laplacian table (``S_is = -neighbor_laplacian[i, s]``). Each entry
+    carries its own bond, open with probability ``1 - exp(-gamma S_is)`` when its ends share a
+    label, so a pair is bonded with probability ``1 - exp(-J_ij)``, ``J_ij`` the pair's whole
+    coupling (Edwards–Sokal). The cluster is the seed's component in the bond graph (edges in
+    either direction), grown by a ``while_loop``.
+    """
+    nb = model.neighbor_index
+    coupling = -model.gamma * model.neighbor_laplacian
+    u = jax.random.uniform(key, nb.shape, dtype=coupling.dtype)
+    own = nb == jnp.arange(nb.shape[0])[:, None]  # padding
+    bond = (u < -jnp.expm1(-coupling)) & (y[nb] == y[:, None]) & ~own
+
+    def grow(carry):
+        cluster, _ = carry
+        pulled = cluster | jnp.any(bond & cluster[nb], axis=1)
+        pushed = pulled.at[nb].max(bond & pulled[:, None])
+        return pushed, jnp.any(pushed != cluster)
+
+    start = jnp.arange(nb.shape[0]) == seed_node
+    cluster, _ = lax.while_loop(lambda c: c[1], grow, (start, jnp.array(True)))
+    return cluster
+
+
+def _allocation_log_q(model, key, members, beta, counts_new, counts_old, max_members):
+    """Sequential re-allocation of the centres of ``members`` (in node order) for
+    :func:`cluster_flip_move`: each member draws ``beta'_i`` from its class-j' conditional
+    ``∝ (c_{j',l} + a/m) D[i, l]`` given the members placed before it, and the log probability
+    of placing it back at ``beta_i`` under class j (counts ``counts_old``) is accumulated the
+    same way. A fixed ``lax.scan`` over ``max_members`` slots (the caller rejects larger
+    clusters), one uniform per draw (inverse CDF). Returns ``(new_beta [m], log q_forward,
+    log q_reverse)``."""
+    a_m = model.alpha / model.n_nodes
+    log_d = model.log_diffusion
+    order = jnp.argsort(~members, stable=True)[:max_members]  # members first, in node order
+    n_members = jnp.sum(members)
+    uniforms = jax.random.uniform(key, (max_members,), dtype=log_d.dtype)
+
+    def log_normaliser(logits):
+        top = jnp.max(logits)
+        weights = jnp.exp(logits - top)
+        return weights, top + jnp.log(jnp.sum(weights))
+
+    def body(carry, slot):
+        new_beta, c_new, c_old, q_fwd, q_rev = carry
+        t, u = slot
+        active = t < n_members
+        i = order[t]
+        logits_new = jnp.log(c_new + a_m) + log_d[i]
+        weights, norm_new = log_normaliser(logits_new)
+        pick = _inverse_cdf(weights, u)
+        logits_old = jnp.log(c_old + a_m) + log_d[i]
+        _, norm_old = log_normaliser(logits_old)
+        step = jnp.where(active, 1.0, 0.0).astype(log_d.dtype)
+        return (jnp.where(active, new_beta.at[i].set(pick), new_beta),
+                c_new.at[pick].add(step), c_old.at[beta[i]].add(step),
+                q_fwd + step * (logits_new[pick] - norm_new),
+                q_rev + step * (logits_old[beta[i]] - norm_old)), None
+
+    zero = jnp.zeros((), log_d.dtype)
+    slots = (jnp.arange(max_members), uniforms)
+    (new_beta, _, _, q_fwd, q_rev), _ = lax.scan(
+        body, (beta, counts_new, counts_old, zero, zero), slots)
+    return new_beta, q_fwd, q_rev
+
+
+def cluster_flip_move(model, key, state: MixtureState, max_members: int = 64):
+    """Flip the label of a Swendsen–Wang cluster of the MRF and re-allocate its centres (a
+    cluster move for the labels; not in Walder, whose labels change one node at a time or a
+    whole mixture component at a time).
+
+    Auxiliary bonds (Edwards–Sokal) make the MRF potential of Eq. (4) uniform over labellings
+    that are constant on bond clusters (:func:`_bond_cluster`); given the bonds, this MH step
+    targets ``h(y, beta) = p_BAL p_DM prod_i D[i, beta_i]`` (Eqs. 3, 5, 6) on those
+    labellings. Proposal: a node v uniformly, its cluster K (rejected if K holds an observed
+    node, whose label is clamped, or more than ``max_members`` nodes: both depend on K alone,
+    which the move keeps, so the rejection is symmetric), a new class ``j' != j = y_v``
+    uniformly, and new centres for K allocated one member at a time from the class-j'
+    conditional
+    ``∝ (c_{j',l} + a/m) D[i, l]`` (:func:`_allocation_log_q`).
+
+    Detailed balance. In the proposed state K is still a whole bond cluster (its bonds join
+    equal labels, and no bond leaves it), picked with the same probability |K| / m, and the
+    reverse class proposal ``j`` has the same probability 1 / (C - 1); the reverse allocation
+    places K's members back in class j in the same node order, with probability
+    ``q_rev`` computed alongside. So
+
+        A = h(y', beta') / h(y, beta) * q_rev / q_fwd,
+
+    and the bonds, drawn afresh from their conditional each time, leave the joint invariant.
+    Checked against exact enumeration in ``tests/test_diffusion_mixture.py``.
+    Returns ``(state, accepted)``.
+    """
+    k_bond, k_node, k_class, k_alloc, k_u = jax.random.split(key, 5)
+    m, C = model.n_nodes, model.n_classes
+    y, beta, stats = state
+    node = jax.random.randint(k_node, (), 0, m)
+    cluster = _bond_cluster(model, k_bond, y, node)
+    j = y[node]
+    j_new = ((j + jax.random.randint(k_class, (), 1, max(C, 2))) % C).astype(y.dtype)
+    dtype = model.log_diffusion.dtype
+    comp = stats.component_counts.astype(dtype)
+    in_k = jnp.zeros((m,), dtype).at[beta].add(cluster.astype(dtype))  # K's counts by centre
+    beta_new, log_q_fwd, log_q_rev = _allocation_log_q(
+        model, k_alloc, cluster, beta, comp[j_new], comp[j] - in_k, max_members)
+    y_new = jnp.where(cluster, j_new, y)
+    new_stats = sufficient_statistics(model, y_new, beta_new)
+    new_terms = log_joint_terms(model, y_new, beta_new, new_stats)
+    old_terms = log_joint_terms(model, y, beta, stats)
+    no_mrf = lambda t: t._replace(mrf=jnp.zeros((), dtype))  # noqa: E731
+    log_ratio = log_joint_delta(no_mrf(new_terms), no_mrf(old_terms)) + log_q_rev - log_q_fwd
+    valid = ~jnp.any(cluster & model.observed) & (jnp.sum(cluster) <= max_members) & (C > 1)
+    accept = valid & (jnp.log(jax.random.uniform(k_u, dtype=dtype)) < log_ratio)
+    pick = lambda a, b: jnp.where(accept, a, b)  # noqa: E731
+    return (MixtureState(pick(y_new, y), pick(beta_new, beta),
+                         jax.tree.map(pick, new_stats, stats)), accept)

@@ -3,8 +3,10 @@
 One iteration (Walder Sec. 5) = a blocked Gibbs sweep (:func:`gibbs_sweep`) + one attempt of
 the component re-sampling move (:func:`resample_component_move`, Sec. 4.1) + one attempt of
 the component re-labelling move (:func:`relabel_components_move`, Sec. 4.2); optionally more
-attempts of each, and of a split-merge move of components (:func:`split_merge_move`, not in
-the paper; it creates and removes components in one step). All functions are
+attempts of each, and of three moves that are not in the paper: two split-merge moves of
+components (:func:`split_merge_move`, :func:`centred_split_merge_move`; they create and remove
+components in one step) and a Swendsen–Wang cluster flip of labels with re-allocated centres
+(:func:`cluster_flip_move`). All functions are
 pure and jit/vmap-able; :func:`sample_mixture` runs chains with ``lax.scan`` inside ``vmap``
 over chains and, for a model whose leaves carry a leading axis, over splits too.
 
@@ -35,6 +37,8 @@ from graphssl.inference.diffusion_mixture_gibbs import (
     map_refine,
 )
 from graphssl.inference.diffusion_mixture_moves import (
+    centred_split_merge_move,
+    cluster_flip_move,
     relabel_components_move,
     resample_component_move,
     split_merge_move,
@@ -59,6 +63,8 @@ __all__ = [
     "resample_component_move",
     "relabel_components_move",
     "split_merge_move",
+    "centred_split_merge_move",
+    "cluster_flip_move",
     "move_counts",
     "iteration",
     "resolve_engine",
@@ -89,6 +95,8 @@ class IterationInfo(NamedTuple):
     n_components: jax.Array
     edge_agreement: jax.Array
     split_merge_accepted: jax.Array
+    centred_split_merge_accepted: jax.Array
+    cluster_flip_accepted: jax.Array
 
 
 def _edge_agreement(model, y):
@@ -97,12 +105,17 @@ def _edge_agreement(model, y):
     return jnp.sum(w * same) / jnp.maximum(jnp.sum(w), 1e-30)
 
 
-def move_counts(moves) -> tuple[int, int, int]:
-    """Attempts per iteration ``(resample, relabel, split_merge)`` from ``moves``: a tuple of
-    two or three bools / non-negative ints (a missing third entry is 0)."""
-    counts = tuple(int(x) for x in moves) + (0,) * (3 - len(tuple(moves)))
-    if len(counts) != 3 or min(counts) < 0:
-        raise ValueError(f"moves: give 2 or 3 non-negative attempt counts, got {moves}")
+MOVES = ("resample", "relabel", "split_merge", "centred_split_merge", "cluster_flip")
+
+
+def move_counts(moves) -> tuple[int, ...]:
+    """Attempts per iteration of each move of :data:`MOVES` (``resample, relabel,
+    split_merge, centred_split_merge, cluster_flip``) from ``moves``: a tuple of two to five
+    bools / non-negative ints (missing entries are 0)."""
+    counts = tuple(int(x) for x in moves) + (0,) * (len(MOVES) - len(tuple(moves)))
+    if not 2 <= len(tuple(moves)) <= len(MOVES) or min(counts) < 0:
+        raise ValueError(f"moves: give 2 to {len(MOVES)} non-negative attempt counts "
+                         f"({', '.join(MOVES)}), got {moves}")
     return counts
 
 
@@ -146,14 +159,15 @@ def iteration(model, key, state: MixtureState, max_components: int = 2,
               moves: tuple = (True, True), engine: str = "scan", tables=None):
     """One iteration of Walder Sec. 5: Gibbs sweep, then attempts of each MH move.
 
-    ``moves = (n_resample, n_relabel[, n_split_merge])`` attempts per iteration (bools read
-    as 0 / 1; the paper's iteration is ``(1, 1, 0)``); each attempt leaves the joint
-    invariant, so any counts give a valid kernel. ``engine`` ``"scan"`` or ``"pallas"`` (the
-    same draws; see :func:`resolve_engine`), ``tables`` the fused sweep's padded tables
+    ``moves`` = attempts per iteration of the moves of :data:`MOVES`, ``(n_resample,
+    n_relabel[, n_split_merge[, n_centred_split_merge[, n_cluster_flip]]])`` (bools read as
+    0 / 1; the paper's iteration is ``(1, 1)``); each attempt leaves the joint invariant, so
+    any counts give a valid kernel. ``engine`` ``"scan"`` or ``"pallas"`` (the same draws;
+    see :func:`resolve_engine`), ``tables`` the fused sweep's padded tables
     (:func:`sweep_tables`, built here when omitted). Returns ``(state, class_probs [m, C],
     info)``.
     """
-    n_res, n_rel, n_sm = move_counts(moves)
+    n_res, n_rel, n_sm, n_csm, n_flip = move_counts(moves)
     k_sweep, k_res, k_rel, k_sm = jax.random.split(key, 4)
     dtype = model.alpha.dtype
     if engine == "pallas":
@@ -163,6 +177,10 @@ def iteration(model, key, state: MixtureState, max_components: int = 2,
     else:
         raise ValueError(f"engine: use 'scan' or 'pallas' here (resolved), got {engine!r}")
     state, acc_sm = _attempts(partial(split_merge_move, model), n_sm, k_sm, state, dtype)
+    state, acc_csm = _attempts(partial(centred_split_merge_move, model), n_csm,
+                               jax.random.fold_in(k_sm, 1), state, dtype)
+    state, acc_flip = _attempts(partial(cluster_flip_move, model), n_flip,
+                                jax.random.fold_in(k_sm, 2), state, dtype)
     state, acc_res = _attempts(partial(resample_component_move, model), n_res, k_res, state,
                                dtype)
     relabel = partial(relabel_components_move, model, max_components=max_components)
@@ -171,7 +189,7 @@ def iteration(model, key, state: MixtureState, max_components: int = 2,
     energy = -sum(jnp.sum(t) for t in terms)
     info = IterationInfo(energy, acc_res, acc_rel,
                          jnp.sum(state.stats.component_counts > 0),
-                         _edge_agreement(model, state.y), acc_sm)
+                         _edge_agreement(model, state.y), acc_sm, acc_csm, acc_flip)
     return state, probs, info
 
 
@@ -182,8 +200,9 @@ class MixtureSamples(NamedTuple):
     """Output of :func:`sample_mixture` (leading axes: [splits,] chains).
 
     ``labels`` int8[..., draws, m] thinned label draws; ``energy``, ``resample_accepted``,
-    ``relabel_accepted``, ``n_components``, ``edge_agreement``, ``split_merge_accepted``
-    [..., iterations] (acceptances: the fraction of that iteration's attempts accepted);
+    ``relabel_accepted``, ``n_components``, ``edge_agreement``, ``split_merge_accepted``,
+    ``centred_split_merge_accepted``, ``cluster_flip_accepted`` [..., iterations]
+    (acceptances: the fraction of that iteration's attempts accepted);
     ``class_probs`` float[..., m, C] Rao–Blackwellised posterior class marginals;
     ``map_y``, ``map_beta``, ``map_log_joint``: the most probable state visited per chain;
     ``final_state``: the last :class:`MixtureState`; ``chain_keys`` [..., chains, 2] (the
@@ -199,6 +218,8 @@ class MixtureSamples(NamedTuple):
     n_components: jax.Array
     edge_agreement: jax.Array
     split_merge_accepted: jax.Array
+    centred_split_merge_accepted: jax.Array
+    cluster_flip_accepted: jax.Array
     class_probs: jax.Array
     map_y: jax.Array
     map_beta: jax.Array
@@ -210,7 +231,8 @@ class MixtureSamples(NamedTuple):
 
 
 _TRACES = ("energy", "resample_accepted", "relabel_accepted", "n_components",
-           "edge_agreement", "split_merge_accepted")
+           "edge_agreement", "split_merge_accepted", "centred_split_merge_accepted",
+           "cluster_flip_accepted")
 
 
 def _run_chain(model, chain_key, state, best, start, n_iterations, burn_in, thin,
@@ -250,7 +272,8 @@ def _run_chain(model, chain_key, state, best, start, n_iterations, burn_in, thin
     infos = jax.tree.map(lambda x: x.reshape((n_draws * thin,) + x.shape[2:]), infos)
     return MixtureSamples(labels, infos.energy, infos.resample_accepted,
                           infos.relabel_accepted, infos.n_components, infos.edge_agreement,
-                          infos.split_merge_accepted,
+                          infos.split_merge_accepted, infos.centred_split_merge_accepted,
+                          infos.cluster_flip_accepted,
                           prob_sum / (n_draws * thin), best[0], best[1], best[2], state,
                           chain_key)
 
@@ -330,8 +353,8 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
     labels instead, with a fraction ``init_noise`` of them redrawn from eta per chain (the
     paper does not say how its chains started; a warm start matters with short chains).
     ``n_iterations`` is rounded down to a multiple of ``thin``; ``max_components`` is R of
-    Sec. 4.2; ``moves`` = attempts per iteration of (re-sampling, re-labelling[,
-    split-merge]) moves, see :func:`iteration`; ``init_beta`` see :func:`init_state`;
+    Sec. 4.2; ``moves`` = attempts per iteration of each move of :data:`MOVES` (2 to 5
+    counts), see :func:`iteration`; ``init_beta`` see :func:`init_state`;
     ``engine`` the Gibbs sweep's implementation (:func:`resolve_engine`: by default one
     fused kernel per chain on a GPU, ``lax.scan`` elsewhere; both give the same draws).
     ``resume``: a previous record of the same model; its chains continue from their last
@@ -440,6 +463,9 @@ def as_label_samples(samples: MixtureSamples, n_classes: int) -> LabelSamples:
         stats={"resample_accepted": at_draws(samples.resample_accepted),
                "relabel_accepted": at_draws(samples.relabel_accepted),
                "split_merge_accepted": at_draws(samples.split_merge_accepted),
+               "centred_split_merge_accepted": at_draws(
+                   samples.centred_split_merge_accepted),
+               "cluster_flip_accepted": at_draws(samples.cluster_flip_accepted),
                "n_components": at_draws(samples.n_components),
                "edge_agreement": at_draws(samples.edge_agreement)},
         map_labels=np.asarray(samples.map_y[best]),
