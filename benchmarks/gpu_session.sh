@@ -108,7 +108,7 @@ case $part in
       # machine starts the chains again, which the JSON's "resumed" field shows)
     mkdir -p /tmp/gpu_state
     run rhat 560 benchmarks/bench_diffusion_mixture_rhat.py --iterations 100000 --burn-in 1000 \
-      --thin 100 --moves 1,1,0 --engine auto --state /tmp/gpu_state/rhat \
+      --thin 100 --moves "${RHAT_MOVES:-1,1,0}" --engine auto --state /tmp/gpu_state/rhat \
       --out benchmarks/results/bench_diffusion_mixture_rhat_gpu.json
     ;;
   8)  # what this session's device time did not reach (2026-11-23, second session)
