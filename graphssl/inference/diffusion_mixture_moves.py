@@ -132,6 +132,15 @@ def relabel_components_move(model, key, state: MixtureState, max_components: int
     return MixtureState(pick(y_new, y), beta, jax.tree.map(pick, new_stats, stats)), accept
 
 
+def _local_pair(k_a, k_b, log_d):
+    """The split-merge moves' node pair: a uniformly, then a local partner ``b ~ D[b, a]``
+    (b != a); a fixed kernel on ordered pairs, so it cancels in the acceptance ratios."""
+    m = log_d.shape[0]
+    a = jax.random.randint(k_a, (), 0, m)
+    b = jax.random.categorical(k_b, jnp.where(jnp.arange(m) == a, -jnp.inf, log_d[:, a]))
+    return a, b.astype(jnp.int32)
+
+
 def split_merge_move(model, key, state: MixtureState):
     """Split or merge mixture components of one class (a restricted split–merge move; not in
     Walder, whose Gibbs sweep creates and removes components one node at a time).
@@ -166,10 +175,8 @@ def split_merge_move(model, key, state: MixtureState):
     m = model.n_nodes
     y, beta, stats = state
     log_d = model.log_diffusion
-    a = jax.random.randint(k_a, (), 0, m)
+    a, b = _local_pair(k_a, k_b, log_d)
     nodes = jnp.arange(m)
-    b = jax.random.categorical(k_b, jnp.where(nodes == a, -jnp.inf, log_d[:, a])).astype(
-        jnp.int32)  # a local partner: b ~ D[b, a] (b != a), a fixed kernel on node pairs
     j, l, l_b = y[a], beta[a], beta[b]
     same_class = y[b] == j
     split = l_b == l
@@ -259,9 +266,7 @@ def centred_split_merge_move(model, key, state: MixtureState):
     y, beta, stats = state
     log_d = model.log_diffusion
     nodes = jnp.arange(m)
-    a = jax.random.randint(k_a, (), 0, m)
-    b = jax.random.categorical(k_b, jnp.where(nodes == a, -jnp.inf, log_d[:, a])).astype(
-        jnp.int32)
+    a, b = _local_pair(k_a, k_b, log_d)
     j = y[a]
     same_class = y[b] == j
     split = beta[a] == beta[b]
