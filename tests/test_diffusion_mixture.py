@@ -298,16 +298,22 @@ def _split_merge_repeated(model, keys, states, move=dms.split_merge_move):
 
 
 _SPLIT_MERGE = jax.jit(_split_merge_repeated, static_argnames="move")
-_MOVES = {"local": dms.split_merge_move, "centred": dms.centred_split_merge_move}
+_MOVES = {"local": dms.split_merge_move,
+          "centred": partial(dms.centred_split_merge_move, allocation="independent"),
+          "sequential": dms.centred_split_merge_move,
+          "sequential_cap3": partial(dms.centred_split_merge_move, max_members=3)}
 
 
-@pytest.mark.parametrize("kind", ["local", "centred"])
-@pytest.mark.parametrize("gamma", [0.8, 0.0])
+@pytest.mark.parametrize("kind, gamma", [("local", 0.8), ("local", 0.0), ("centred", 0.8),
+                                         ("centred", 0.0), ("sequential", 0.8),
+                                         ("sequential", 0.0), ("sequential_cap3", 0.8)])
 def test_split_merge_move_leaves_joint_invariant(setup, gamma, kind):
     """The split-merge move (not in the paper) keeps the exact joint: tables within 5 s.e.
     after 30 successive attempts on each of N exact draws (repeating a wrong kernel drives
     the draws further from the target: dropping the subset or centre proposal term from the
-    ratio is then detected). Both kinds of proposal occur and are accepted."""
+    ratio is then detected). Both kinds of proposal occur and are accepted. ``centred`` is
+    the independent side allocation, ``sequential`` the default one; ``sequential_cap3``
+    rejects pairs whose merged component has more than 3 nodes (a symmetric restriction)."""
     model, states, exact = setup
     if gamma != 0.8:
         model = _model(gamma=gamma, alpha=2.0)

@@ -8,6 +8,8 @@ argument is written in its docstring and checked against exact enumeration in
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -225,7 +227,70 @@ def _draw_centre(key, logits, candidates):
     return jax.random.categorical(key, jnp.where(candidates, logits, -jnp.inf)).astype(jnp.int32)
 
 
-def centred_split_merge_move(model, key, state: MixtureState):
+class _Slots(NamedTuple):
+    index: jax.Array
+    used: jax.Array
+    count: jax.Array
+
+
+def _member_slots(members, max_members: int):
+    """The first ``max_members`` nodes of the mask ``members`` (in node order): ``index``
+    int[max_members] (padded with node 0), ``used`` bool[max_members] and ``count``, the size
+    of the whole mask (callers reject when it exceeds ``max_members``)."""
+    index = jnp.argsort(~members, stable=True)[:max_members]
+    count = jnp.sum(members)
+    used = jnp.arange(index.shape[0]) < count
+    return _Slots(jnp.where(used, index, 0), used, count)
+
+
+def _sequential_sides(key, sub_log_d, slots, a, b, split, side_b_state, sub_free, a_m):
+    """Sequential allocation of a split's sides (in the style of Dahl's sequentially-allocated
+    merge-split): a starts side A, b side B; every other member i of U, in node order, joins
+    B with probability ``w_B / (w_A + w_B)``, where ``w_S = (n_S + a/m) sum_l p(l | S) D[i, l]``
+    is side S's predictive as allocated so far (Dirichlet-multinomial weight times the centre
+    marginal, Eq. 6 and Eq. 3), with the centre l restricted to the members of U that are
+    free centres (all of U if none is): a deterministic function of U and F, hence the same
+    in a split and its reverse merge; the centres themselves are then drawn over all of F.
+    For a merge the sides are read from the state (``side_b_state``) and the same
+    probabilities give the reverse proposal's ``log q``. ``sub_log_d[s, t] = log D[U_s, U_t]``
+    over the slots, ``sub_free`` the slots that are free centres. Returns
+    ``(goes_b bool[slots], log q)``; O(max_members^2)."""
+    dtype = sub_log_d.dtype
+    uniforms = jax.random.uniform(key, slots.index.shape, dtype=dtype)
+
+    def norm(logits):
+        return jax.nn.logsumexp(jnp.where(sub_free, logits, -jnp.inf))
+
+    def body(carry, slot):
+        logits_a, logits_b, norm_a, norm_b, n_a, n_b, log_q = carry
+        i, used, row, u = slot
+        active = used & (i != a) & (i != b)
+        num_a, num_b = norm(logits_a + row), norm(logits_b + row)
+        log_wa = jnp.log(n_a + a_m) + num_a - norm_a
+        log_wb = jnp.log(n_b + a_m) + num_b - norm_b
+        log_pb = log_wb - jnp.logaddexp(log_wa, log_wb)
+        log_pa = log_wa - jnp.logaddexp(log_wa, log_wb)
+        go_b = jnp.where(split, u < jnp.exp(log_pb), side_b_state[i])
+        to_a, to_b = active & ~go_b, active & go_b
+        carry = (jnp.where(to_a, logits_a + row, logits_a),
+                 jnp.where(to_b, logits_b + row, logits_b),
+                 jnp.where(to_a, num_a, norm_a), jnp.where(to_b, num_b, norm_b),
+                 n_a + to_a, n_b + to_b,
+                 log_q + jnp.where(active, jnp.where(go_b, log_pb, log_pa), 0.0))
+        return carry, to_b | (used & (i == b))
+
+    def row_of(node):
+        return sub_log_d[jnp.argmax(slots.used & (slots.index == node))]
+
+    zero = jnp.zeros((), dtype)
+    start_a, start_b = row_of(a), row_of(b)
+    carry = (start_a, start_b, norm(start_a), norm(start_b), zero + 1, zero + 1, zero)
+    (*_, log_q), goes_b = lax.scan(body, carry, (slots.index, slots.used, sub_log_d, uniforms))
+    return goes_b, log_q
+
+
+def centred_split_merge_move(model, key, state: MixtureState, max_members: int = 128,
+                             allocation: str = "sequential"):
     """Split or merge components of one class with the new centres drawn from their conditional
     given the members (a split–merge move in the style of Jain & Neal 2004; not in Walder).
 
@@ -240,26 +305,34 @@ def centred_split_merge_move(model, key, state: MixtureState):
     ``F`` = the centres not used by the *other* components of class j (the free centres plus
     those of a's and b's components).
 
-    * **Split** (``beta_a = beta_b = l*``, members U): a goes to side A, b to side B, every
-      other member i to B with probability ``p_i = D[i, b] / (D[i, a] + D[i, b])``
-      (a and b stand in for the unknown centres), independently; then
-      ``l_A ~ p(. | A)`` over F and ``l_B ~ p(. | B)`` over ``F \\ {l_A}``.
+    * **Split** (``beta_a = beta_b = l*``, members U): a goes to side A, b to side B, and
+      every other member i is allocated to a side: with ``allocation="sequential"`` (the
+      default) one at a time in node order from the sides' predictives given the members
+      allocated before it (:func:`_sequential_sides`); with ``"independent"`` to B with
+      probability ``p_i = D[i, b] / (D[i, a] + D[i, b])`` (a and b stand in for the unknown
+      centres). Then ``l_A ~ p(. | A)`` over F and ``l_B ~ p(. | B)`` over ``F \\ {l_A}``.
     * **Merge** (``beta_a = l_A != l_B = beta_b``): ``U = A ∪ B`` takes the centre
       ``l* ~ p(. | U)`` over F.
 
     Detailed balance. For the ordered pair (a, b), split and merge are each other's reverse:
     F is the same set before and after (it excludes only the centres of the untouched
     components), the split state's sides are the merged state's two components with a in A
-    and b in B, and every ``p_i`` lies in (0, 1), so each split is reachable from the merged
-    state and back. With ``q_split = prod_{i != a, b} p_i^{[i in B]} (1 - p_i)^{[i in A]}
-    * p(l_A | A, F) * p(l_B | B, F \\ {l_A})`` and ``q_merge = p(l* | U, F)``,
+    and b in B, and every allocation probability lies in (0, 1), so each split is reachable
+    from the merged state and back. With ``q_sides`` the probability of the sides'
+    allocation (for a merge: of allocating the two existing components that way, computed
+    by the same rule), ``q_split = q_sides * p(l_A | A, F) * p(l_B | B, F \\ {l_A})`` and
+    ``q_merge = p(l* | U, F)``,
 
         A_split = pi(split) q_merge / (pi(merged) q_split),  A_merge = 1 / A_split,
 
     ``pi(split) / pi(merged) = G(n_A + a/m) G(n_B + a/m) / (G(n + a/m) G(a/m))
     * prod_{i in A} D[i, l_A] prod_{i in B} D[i, l_B] / prod_{i in U} D[i, l*]`` (labels do
-    not change, so only p_DM, Eq. 6, and the likelihood, Eq. 3, enter). Checked against exact
-    enumeration in ``tests/test_diffusion_mixture.py``. Returns ``(state, accepted)``.
+    not change, so only p_DM, Eq. 6, and the likelihood, Eq. 3, enter). Pairs whose merged
+    component U has more than ``max_members`` nodes are rejected: U is the same set in a split
+    and in its reverse merge, so the rejection is symmetric, and the centre conditionals are
+    sums over at most ``max_members`` gathered rows of ``log D`` (O(max_members m) per attempt,
+    not the O(m^2) of a mat-vec with an indicator). Checked against exact enumeration in
+    ``tests/test_diffusion_mixture.py``. Returns ``(state, accepted)``.
     """
     k_a, k_b, k_side, k_ca, k_cb, k_merge, k_u = jax.random.split(key, 7)
     m = model.n_nodes
@@ -272,18 +345,29 @@ def centred_split_merge_move(model, key, state: MixtureState):
     split = beta[a] == beta[b]
     members = (y == j) & ((beta == beta[a]) | (beta == beta[b]))
     free = (stats.component_counts[j] == 0) | (nodes == beta[a]) | (nodes == beta[b])
-    # sides: drawn for a split, read off the two components for a merge
-    log_p = log_d[:, b] - jnp.logaddexp(log_d[:, a], log_d[:, b])
-    log_1mp = log_d[:, a] - jnp.logaddexp(log_d[:, a], log_d[:, b])
-    draws = jax.random.uniform(k_side, (m,), dtype=log_d.dtype) < jnp.exp(log_p)
-    side_b = jnp.where(split, draws, beta == beta[b])
-    side_b = members & ((side_b & (nodes != a)) | (nodes == b))
+    # sides: drawn for a split, read off the two components for a merge; centre conditionals
+    # sum_{i in S} log D[i, l] for every l, over U's gathered rows
+    slots = _member_slots(members, max_members)
+    rows = log_d[slots.index]
+    if allocation == "sequential":
+        sub_free = free[slots.index] & slots.used
+        goes_b, log_q_sides = _sequential_sides(
+            k_side, rows[:, slots.index], slots, a, b, split, beta == beta[b],
+            jnp.where(sub_free.any(), sub_free, slots.used), model.alpha / m)
+        side_b = jnp.zeros((m,), bool).at[slots.index].max(goes_b & slots.used)
+    elif allocation == "independent":
+        log_p = log_d[:, b] - jnp.logaddexp(log_d[:, a], log_d[:, b])
+        log_1mp = log_d[:, a] - jnp.logaddexp(log_d[:, a], log_d[:, b])
+        draws = jax.random.uniform(k_side, (m,), dtype=log_d.dtype) < jnp.exp(log_p)
+        side_b = jnp.where(split, draws, beta == beta[b])
+        side_b = members & ((side_b & (nodes != a)) | (nodes == b))
+        others = members & (nodes != a) & (nodes != b)
+        log_q_sides = jnp.sum(jnp.where(others, jnp.where(side_b, log_p, log_1mp), 0.0))
+    else:
+        raise ValueError(f"allocation: use 'independent' or 'sequential', got {allocation!r}")
     side_a = members & ~side_b
-    others = members & (nodes != a) & (nodes != b)
-    log_q_sides = jnp.sum(jnp.where(others, jnp.where(side_b, log_p, log_1mp), 0.0))
-    # centre conditionals: sum_{i in S} log D[i, l] for every l
-    logits_a = side_a.astype(log_d.dtype) @ log_d
-    logits_b = side_b.astype(log_d.dtype) @ log_d
+    logits_a = (side_a[slots.index] & slots.used).astype(log_d.dtype) @ rows
+    logits_b = (side_b[slots.index] & slots.used).astype(log_d.dtype) @ rows
     logits_u = logits_a + logits_b
     drawn_a = _draw_centre(k_ca, logits_a, free)
     l_a = jnp.where(split, drawn_a, beta[a])
@@ -300,7 +384,7 @@ def centred_split_merge_move(model, key, state: MixtureState):
                   - gammaln(a_m) + logits_a[l_a] + logits_b[l_b] - logits_u[l_u])
     log_split = log_target + log_q_merge - log_q_split
     log_ratio = jnp.where(split, log_split, -log_split)
-    valid = same_class & (free_b.any() | ~split)
+    valid = same_class & (free_b.any() | ~split) & (slots.count <= max_members)
     accept = valid & (jnp.log(jax.random.uniform(k_u, dtype=log_d.dtype)) < log_ratio)
     new_beta = jnp.where(split, jnp.where(side_b, l_b, l_a), l_u)
     beta_new = jnp.where(accept & members, new_beta, beta)
@@ -350,8 +434,8 @@ def _allocation_log_q(model, key, members, beta, counts_new, counts_old, max_mem
     log q_reverse)``."""
     a_m = model.alpha / model.n_nodes
     log_d = model.log_diffusion
-    order = jnp.argsort(~members, stable=True)[:max_members]  # members first, in node order
-    n_members = jnp.sum(members)
+    slots = _member_slots(members, max_members)
+    order, n_members = slots.index, slots.count
     uniforms = jax.random.uniform(key, (max_members,), dtype=log_d.dtype)
 
     def log_normaliser(logits):
