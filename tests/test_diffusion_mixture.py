@@ -138,7 +138,7 @@ def test_resample_move_leaves_joint_invariant(setup):
 def test_relabel_move_leaves_joint_invariant(setup, max_components):
     model, states, exact = setup
     new, acc = _RELABEL(model, _keys(3 + max_components, N_EXACT), states, max_components)
-    assert 0.05 < float(np.mean(acc)) < 0.95
+    assert 0.01 < float(np.mean(acc)) < 0.95  # accepted label changes (no-ops not counted)
     _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
 
 
@@ -186,7 +186,7 @@ def test_chain_marginals_match_enumeration(setup, chains):
     emp = np.stack([np.bincount(draws[:, i], minlength=C) / draws.shape[0] for i in range(M)])
     np.testing.assert_allclose(emp, exact_y, atol=0.03)
     assert float(np.mean(samples.resample_accepted)) > 0.05
-    assert float(np.mean(samples.relabel_accepted)) > 0.05
+    assert float(np.mean(samples.relabel_accepted)) > 0.01  # label-changing acceptances
     # the best visited state is the best state of the records, and its joint is right
     best = np.unravel_index(np.argmax(-np.asarray(samples.energy)), samples.energy.shape)
     assert np.max(np.asarray(samples.map_log_joint)) >= -np.asarray(samples.energy)[best] - 1e-9

@@ -98,7 +98,10 @@ def relabel_components_move(model, key, state: MixtureState, max_components: int
 
     The target ratio includes p_BAL, p_MRF *and* p_DM (Eq. 6: relabelling moves counts
     between c_{j,l} and c_{j',l}); Walder's ratio shows only the first two, and his proposal
-    weight w raises the eta ratio to the power c_{j,l}. Returns ``(state, accepted)``.
+    weight w raises the eta ratio to the power c_{j,l}. Returns ``(state, accepted)``, where
+    ``accepted`` counts only accepted proposals that change a label: drawing each block's own
+    label again (probability ``eta_j`` per block) is a no-op that would otherwise inflate the
+    reported rate (on Digit1 with 10 labels all of the ~38 % raw acceptance was such no-ops).
     """
     m = model.n_nodes
     keys = jax.random.split(key, 2 * max_components + 2)
@@ -131,7 +134,8 @@ def relabel_components_move(model, key, state: MixtureState, max_components: int
                                 log_joint_terms(model, y, beta, stats)) + log_q
     accept = valid & (jnp.log(jax.random.uniform(keys[1], dtype=log_q.dtype)) < log_ratio)
     pick = lambda a, b: jnp.where(accept, a, b)  # noqa: E731
-    return MixtureState(pick(y_new, y), beta, jax.tree.map(pick, new_stats, stats)), accept
+    moved = accept & jnp.any(y_new != y)
+    return MixtureState(pick(y_new, y), beta, jax.tree.map(pick, new_stats, stats)), moved
 
 
 def _local_pair(k_a, k_b, log_d):

@@ -202,7 +202,8 @@ class MixtureSamples(NamedTuple):
     ``labels`` int8[..., draws, m] thinned label draws; ``energy``, ``resample_accepted``,
     ``relabel_accepted``, ``n_components``, ``edge_agreement``, ``split_merge_accepted``,
     ``centred_split_merge_accepted``, ``cluster_flip_accepted`` [..., iterations]
-    (acceptances: the fraction of that iteration's attempts accepted);
+    (acceptances: the fraction of that iteration's attempts accepted that changed the
+    state; a re-labelling proposal that redraws the current labels is not counted);
     ``class_probs`` float[..., m, C] Rao–Blackwellised posterior class marginals;
     ``map_y``, ``map_beta``, ``map_log_joint``: the most probable state visited per chain;
     ``final_state``: the last :class:`MixtureState`; ``chain_keys`` [..., chains, 2] (the
