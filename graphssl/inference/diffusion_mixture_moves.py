@@ -272,8 +272,8 @@ def _sequential_sides(key, sub_log_d, slots, a, b, split, side_b_state, sub_free
         num_a, num_b = norm(logits_a + row), norm(logits_b + row)
         log_wa = jnp.log(n_a + a_m) + num_a - norm_a
         log_wb = jnp.log(n_b + a_m) + num_b - norm_b
-        log_pb = log_wb - jnp.logaddexp(log_wa, log_wb)
-        log_pa = log_wa - jnp.logaddexp(log_wa, log_wb)
+        log_total = jnp.logaddexp(log_wa, log_wb)
+        log_pa, log_pb = log_wa - log_total, log_wb - log_total
         go_b = jnp.where(split, u < jnp.exp(log_pb), side_b_state[i])
         to_a, to_b = active & ~go_b, active & go_b
         carry = (jnp.where(to_a, logits_a + row, logits_a),
@@ -286,9 +286,9 @@ def _sequential_sides(key, sub_log_d, slots, a, b, split, side_b_state, sub_free
     def row_of(node):
         return sub_log_d[jnp.argmax(slots.used & (slots.index == node))]
 
-    zero = jnp.zeros((), dtype)
+    one = jnp.ones((), dtype)
     start_a, start_b = row_of(a), row_of(b)
-    carry = (start_a, start_b, norm(start_a), norm(start_b), zero + 1, zero + 1, zero)
+    carry = (start_a, start_b, norm(start_a), norm(start_b), one, one, 0 * one)
     (*_, log_q), goes_b = lax.scan(body, carry, (slots.index, slots.used, sub_log_d, uniforms))
     return goes_b, log_q
 
