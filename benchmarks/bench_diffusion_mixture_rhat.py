@@ -4,7 +4,8 @@ Digit1, split 0 with 10 labels, the 10-label protocol of Walder Sec. 5 (k = 10, 
 alpha = 0.5, eta uniform), gamma = 0.8. Four chains started apart: Parzen-window labels with
 10 % of them redrawn from eta per chain, centres beta_i = i (``--init parzen``), or labels
 ~ eta and random centres (``--init random``). For each move setting (attempts per iteration
-of re-sampling, re-labelling, split-merge; ``1,1,0`` is the paper's iteration) it records,
+of re-sampling, re-labelling, split-merge, centred split-merge, cluster flip, neighbourhood
+block, component flip; ``1,1,0`` is the paper's iteration) it records,
 in one process so the settings share the machine's load:
 
 * rank-normalised split R-hat (ArviZ) and bulk ESS of the permutation-invariant energy,
@@ -19,6 +20,7 @@ Usage::
 
     python benchmarks/bench_diffusion_mixture_rhat.py [--iterations N] [--burn-in B]
         [--moves 1,1,0 1,2,20] [--init parzen] [--engine auto] [--state FILE]
+        [--block-size 24]
 
 ``--state FILE`` saves the chains after the run and, when the file exists, continues them
 for ``--iterations`` more (``sample_mixture(resume=...)``: the same draws as one long run),
@@ -60,7 +62,7 @@ def run(model, parzen, y, test, moves, args):
     static = dict(n_chains=4, n_iterations=args.iterations, burn_in=args.burn_in,
                   thin=args.thin, max_components=2, moves=moves,
                   init_beta="self" if args.init == "parzen" else "random",
-                  engine=dms.resolve_engine(args.engine, model))
+                  engine=dms.resolve_engine(args.engine, model), block_size=args.block_size)
     init = jnp.asarray(parzen, jnp.int32) if args.init == "parzen" else None
     noise = jnp.asarray(0.1 if args.init == "parzen" else 0.0, model.alpha.dtype)
     key = jax.random.PRNGKey(args.seed)
@@ -82,7 +84,8 @@ def run(model, parzen, y, test, moves, args):
         t = time.perf_counter()
         s = jax.block_until_ready(dms.sample_mixture(
             model, key, n_iterations=args.iterations, thin=args.thin, moves=moves,
-            max_components=2, engine=args.engine, resume=previous))
+            max_components=2, engine=args.engine, resume=previous,
+            block_size=args.block_size))
         run_s, compile_s = time.perf_counter() - t, None
     if path is not None:
         path.write_bytes(pickle.dumps(jax.device_get(s)))
@@ -124,6 +127,8 @@ def main():
     p.add_argument("--gamma", type=float, default=0.8)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--engine", default="auto", choices=dms.ENGINES)
+    p.add_argument("--block-size", type=int, default=24,
+                   help="nodes re-drawn by one neighbourhood block move (6th --moves count)")
     p.add_argument("--state", default="",
                    help="save the chains to STATE.<moves>.pkl; if it exists, continue them "
                         "for --iterations more (R-hat over all recorded iterations)")

@@ -334,6 +334,8 @@ def test_split_merge_move_leaves_joint_invariant(setup, gamma, kind):
     np.testing.assert_array_equal(np.asarray(new.y), np.asarray(states.y))
 
 
+MOVES_NOT_IN_THE_PAPER = ("split_merge", "centred_split_merge", "cluster_flip", "block",
+                          "component_flip")
 _FLIP = {cap: partial(dms.cluster_flip_move, max_members=cap) for cap in (2, 5)}
 
 
@@ -362,16 +364,73 @@ def test_cluster_flip_move_leaves_joint_invariant(setup, gamma, cap):
                                np.asarray(new.stats.laplacian_indicators), atol=1e-5)
 
 
+_BLOCK = {size: partial(dms.neighbourhood_block_move, block_size=size) for size in (1, 3, 5)}
+
+
+@pytest.mark.parametrize("gamma, size", [(0.8, 3), (2.0, 3), (0.0, 5), (0.8, 1)])
+def test_neighbourhood_block_move_leaves_joint_invariant(setup, gamma, size):
+    """The neighbourhood block move keeps the exact joint: tables within 5 s.e. after 30
+    attempts on each of N exact draws. Blocks of three nodes re-draw two or three unobserved
+    labels at once (a reverse proposal computed with the wrong statistics, or without the
+    observed nodes' clamping, is then detected); ``size = 5`` re-draws the whole graph,
+    ``size = 1`` is a single-site Metropolised Gibbs update."""
+    model, states, exact = setup
+    if gamma != 0.8:
+        model = _model(gamma=gamma)
+        ys, bs, p = _enumerate(model)
+        idx = np.random.default_rng(6).choice(p.size, size=N_EXACT, p=p)
+        states, exact = _states(model, ys[idx], bs[idx]), _tables(ys, bs, p)
+    one, acc1 = _SPLIT_MERGE(model, _keys(24, 1), states, move=_BLOCK[size])
+    assert 0.05 < float(np.mean(acc1)) < 0.95
+    changed = np.asarray(one.y != states.y).sum(1)
+    assert np.mean(changed >= min(size, 2)) > 0.003 and np.all(changed <= size)
+    new, _ = _SPLIT_MERGE(model, _keys(25, 30), states, move=_BLOCK[size])
+    _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
+    assert np.all(np.asarray(new.y)[:, [0, 4]] == [0, 1])
+    ref = _STATS(model, new.y, new.beta)
+    np.testing.assert_array_equal(np.asarray(ref.component_counts),
+                                  np.asarray(new.stats.component_counts))
+
+
+_COMPONENT_FLIP = {cap: partial(dms.component_flip_move, max_members=cap) for cap in (1, 128)}
+
+
+@pytest.mark.parametrize("gamma, cap", [(0.8, 128), (0.0, 128), (2.0, 128), (0.8, 1)])
+def test_component_flip_move_leaves_joint_invariant(setup, gamma, cap):
+    """The boundary component flip with a re-drawn centre keeps the exact joint: tables
+    within 5 s.e. after 30 attempts on each of N exact draws. Components of two and three
+    unobserved nodes change class (a selection probability taken from the wrong state, or
+    a centre proposal over the wrong free set, is then detected); ``cap = 1`` rejects
+    them."""
+    model, states, exact = setup
+    if gamma != 0.8:
+        model = _model(gamma=gamma)
+        ys, bs, p = _enumerate(model)
+        idx = np.random.default_rng(7).choice(p.size, size=N_EXACT, p=p)
+        states, exact = _states(model, ys[idx], bs[idx]), _tables(ys, bs, p)
+    move = _COMPONENT_FLIP[cap]
+    one, acc1 = _SPLIT_MERGE(model, _keys(26, 1), states, move=move)
+    assert 0.02 < float(np.mean(acc1)) < 0.95
+    changed = np.asarray(one.y != states.y).sum(1)
+    assert np.all(changed <= cap) and (cap == 1 or np.mean(changed >= 2) > 0.003)
+    new, _ = _SPLIT_MERGE(model, _keys(27, 30), states, move=move)
+    _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
+    assert np.all(np.asarray(new.y)[:, [0, 4]] == [0, 1])
+    ref = _STATS(model, new.y, new.beta)
+    np.testing.assert_array_equal(np.asarray(ref.component_counts),
+                                  np.asarray(new.stats.component_counts))
+
+
 def test_chain_with_extra_moves_matches_enumeration(setup):
-    """Several attempts of every move per iteration (incl. both split-merge moves and the
-    cluster flip): exact marginals."""
+    """Several attempts of every move per iteration (incl. both split-merge moves, the
+    cluster flip, the neighbourhood block and the component flip): exact marginals."""
     model = setup[0]
     ys, _, p = _enumerate(model)
     exact_y = np.stack([np.bincount(ys[:, i], weights=p, minlength=C) for i in range(M)])
     s = dms.sample_mixture(model, jax.random.PRNGKey(6), n_chains=8, n_iterations=1000,
-                           burn_in=50, thin=5, moves=(2, 2, 3, 2, 2))
+                           burn_in=50, thin=5, moves=(2, 2, 3, 2, 2, 2, 2), block_size=3)
     np.testing.assert_allclose(dms.posterior_mean_labels(s), exact_y, atol=0.03)
-    for name in ("split_merge", "centred_split_merge", "cluster_flip"):
+    for name in MOVES_NOT_IN_THE_PAPER:
         assert 0.01 < float(np.mean(getattr(s, f"{name}_accepted"))) < 0.95, name
     with pytest.raises(ValueError, match="moves"):
         dms.sample_mixture(model, jax.random.PRNGKey(0), n_iterations=2, moves=(1, -1))

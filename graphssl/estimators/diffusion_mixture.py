@@ -36,9 +36,10 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         one attempt of each Metropolis–Hastings move).
       max_components: R of the re-labelling move (Sec. 4.2).
       moves: attempts per iteration of the (re-sampling, re-labelling, split-merge,
-        centred split-merge, cluster-flip) moves; ``(1, 1, 0)`` is the paper's iteration,
-        the last three are ours (see
+        centred split-merge, cluster-flip, neighbourhood block, component flip) moves;
+        ``(1, 1, 0)`` is the paper's iteration, the last five are ours (see
         :func:`~graphssl.inference.diffusion_mixture_sampler.iteration`).
+      block_size: nodes re-drawn by one neighbourhood block move.
       estimate: ``"mean"`` (posterior class marginals) or ``"map"`` (most probable visited
         state refined by conditional maximisation, one-hot).
       init: ``"random"`` (chains start apart: labels ~ eta, random centres) or ``"parzen"``
@@ -60,7 +61,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
                  alpha=0.5, gamma=0.0, class_prior=None, balance=True,
                  laplacian_kind="symmetric", n_chains=4, n_iterations=1000, burn_in=100,
                  thin=10, max_components=2, moves=(1, 1, 0), estimate="mean", init="random",
-                 init_noise=0.1, random_state=0, engine="auto"):
+                 init_noise=0.1, random_state=0, engine="auto", block_size=24):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.tau = tau
         self.alpha = alpha
@@ -79,6 +80,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         self.init_noise = init_noise
         self.random_state = random_state
         self.engine = engine
+        self.block_size = block_size
 
     def _eta(self, labels, n_classes):
         if self.class_prior is None:
@@ -110,7 +112,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
             max_components=self.max_components, moves=tuple(self.moves),
             init_beta="self" if warm else "random",
             init_labels=start, init_noise=float(self.init_noise) if warm else 0.0,
-            engine=self.engine)
+            engine=self.engine, block_size=int(self.block_size))
         return self._summarise(n_classes)
 
     def _summarise(self, n_classes) -> np.ndarray:
@@ -140,7 +142,8 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         self.samples_ = sample_mixture(
             self.model_, jax.random.PRNGKey(int(self.random_state)),
             n_iterations=int(n_iterations), thin=thin, max_components=self.max_components,
-            moves=tuple(self.moves), resume=self.samples_, engine=self.engine)
+            moves=tuple(self.moves), resume=self.samples_, engine=self.engine,
+            block_size=int(self.block_size))
         self._set_label_distributions(self._summarise(len(self.classes_)))
         return self
 

@@ -17,13 +17,17 @@ from jax.scipy.special import gammaln
 
 from graphssl.inference.diffusion_mixture_gibbs import MixtureState, _inverse_cdf
 from graphssl.models.diffusion_mixture import (
+    add_site,
+    class_log_weights,
     log_joint_delta,
     log_joint_terms,
+    remove_site,
     sufficient_statistics,
 )
 
 __all__ = ["resample_component_move", "relabel_components_move", "split_merge_move",
-           "centred_split_merge_move", "cluster_flip_move"]
+           "centred_split_merge_move", "cluster_flip_move", "neighbourhood_block_move",
+           "component_flip_move"]
 
 # ----------------------------------------------------------------------------- MH moves
 
@@ -516,6 +520,159 @@ def cluster_flip_move(model, key, state: MixtureState, max_members: int = 64):
     no_mrf = lambda t: t._replace(mrf=jnp.zeros((), dtype))  # noqa: E731
     log_ratio = log_joint_delta(no_mrf(new_terms), no_mrf(old_terms)) + log_q_rev - log_q_fwd
     valid = ~jnp.any(cluster & model.observed) & (jnp.sum(cluster) <= max_members) & (C > 1)
+    accept = valid & (jnp.log(jax.random.uniform(k_u, dtype=dtype)) < log_ratio)
+    pick = lambda a, b: jnp.where(accept, a, b)  # noqa: E731
+    return (MixtureState(pick(y_new, y), pick(beta_new, beta),
+                         jax.tree.map(pick, new_stats, stats)), accept)
+
+
+def _log_site_conditional(model, removed, i, y_i, beta_i):
+    """``(weights_y float[C], comp float[C, m], log p(y_i, beta_i | removed))`` of Eq. (7)
+    for node i absent from ``removed``: the class probabilities, the per-class centre weights
+    ``(c'_{y,l} + a/m) D[i, l] / max_l D[i, l]`` and the log probability of the given pair."""
+    a = class_log_weights(model, removed, i)
+    comp = removed.component_counts.astype(model.alpha.dtype) + model.alpha / model.n_nodes
+    comp = comp * model.diffusion_scaled[i][None, :]
+    log_py = jax.nn.log_softmax(a + jnp.log(jnp.sum(comp, axis=1)))
+    log_pb = jnp.log(comp[y_i, beta_i]) - jnp.log(jnp.sum(comp[y_i]))
+    return jnp.exp(log_py), comp, log_py[y_i] + log_pb
+
+
+def neighbourhood_block_move(model, key, state: MixtureState, block_size: int = 24):
+    """Re-draw ``(y, beta)`` on a graph neighbourhood at once (a block Metropolis–Hastings
+    move with a sequential proposal; not in Walder, whose labels change one node at a time or
+    a whole mixture component at a time).
+
+    Block: a node v uniformly and its ``block_size`` nearest nodes by diffusion (the largest
+    ``D[., v]``, v usually first), in that order; it depends on v alone, not on the state.
+    Proposal: take the block out of the statistics, then place its nodes one at a time,
+    nearest first, each from its blocked conditional of Eq. (7) given the nodes outside the
+    block and the block nodes placed before it (observed nodes keep their label and draw
+    beta alone). A group of nodes on a class boundary, whose labels Gibbs can only flip one
+    node at a time against the MRF and the mixture components around it, can so change
+    class, with fitting centres, in one step.
+
+    Detailed balance. The block is chosen independently of the state and the proposal for
+    the block depends only on the nodes outside it, which the move leaves as they are; so
+    for each v this is an MH step on the block's conditional with acceptance
+
+        A = pi(x') q(x_B | x_{-B}) / (pi(x) q(x'_B | x_{-B})),
+
+    ``q(x_B | x_{-B})`` being the product of the sequential conditionals of the current
+    block values, computed alongside the draws. Checked against exact enumeration in
+    ``tests/test_diffusion_mixture.py``. O(block_size m C) per attempt.
+    Returns ``(state, accepted)``, where ``accepted`` counts only accepted proposals that
+    change a label.
+    """
+    k_node, k_draw, k_u = jax.random.split(key, 3)
+    m = model.n_nodes
+    y, beta, stats = state
+    seed = jax.random.randint(k_node, (), 0, m)
+    _, block = lax.top_k(model.log_diffusion[:, seed], min(block_size, m))
+
+    def take_out(stats, i):
+        return remove_site(model, stats, i, y[i], beta[i]), None
+
+    outside, _ = lax.scan(take_out, stats, block)
+    uniforms = jax.random.uniform(k_draw, (2, block.shape[0]), dtype=model.alpha.dtype)
+
+    def place(carry, inputs):
+        new, old, y_new, beta_new, log_q_fwd, log_q_rev = carry
+        i, u_y, u_b = inputs
+        probs, comp, _ = _log_site_conditional(model, new, i, y[i], beta[i])
+        y_i = _inverse_cdf(probs, u_y)
+        b_i = _inverse_cdf(comp[y_i], u_b)
+        _, _, log_fwd = _log_site_conditional(model, new, i, y_i, b_i)
+        _, _, log_rev = _log_site_conditional(model, old, i, y[i], beta[i])
+        return (add_site(model, new, i, y_i, b_i), add_site(model, old, i, y[i], beta[i]),
+                y_new.at[i].set(y_i), beta_new.at[i].set(b_i),
+                log_q_fwd + log_fwd, log_q_rev + log_rev), None
+
+    zero = jnp.zeros((), model.alpha.dtype)
+    (_, _, y_new, beta_new, log_q_fwd, log_q_rev), _ = lax.scan(
+        place, (outside, outside, y, beta, zero, zero), (block, uniforms[0], uniforms[1]))
+    new_stats = sufficient_statistics(model, y_new, beta_new)
+    log_ratio = (log_joint_delta(log_joint_terms(model, y_new, beta_new, new_stats),
+                                 log_joint_terms(model, y, beta, stats))
+                 + log_q_rev - log_q_fwd)
+    accept = jnp.log(jax.random.uniform(k_u, dtype=zero.dtype)) < log_ratio
+    pick = lambda a, b: jnp.where(accept, a, b)  # noqa: E731
+    moved = accept & jnp.any(y_new != y)
+    return (MixtureState(pick(y_new, y), pick(beta_new, beta),
+                         jax.tree.map(pick, new_stats, stats)), moved)
+
+
+def _boundary_nodes(model, y):
+    """Unobserved nodes with a graph neighbour of another label (bool[m])."""
+    nb = model.neighbor_index
+    linked = model.neighbor_laplacian != 0
+    return ~model.observed & jnp.any(linked & (y[nb] != y[:, None]), axis=1)
+
+
+def _unobserved_occupied(model, y, beta):
+    """bool[C, m]: class j has an unobserved member at centre l."""
+    m = model.n_nodes
+    return jnp.zeros((model.n_classes, m), bool).at[y, beta].max(~model.observed)
+
+
+def component_flip_move(model, key, state: MixtureState, max_members: int = 128):
+    """Move a mixture component on a class boundary to another class, with a new centre (a
+    component-level label move; not in Walder).
+
+    Walder's re-labelling move (Sec. 4.2) flips components picked at random and keeps their
+    centres; almost every component lies inside a class, where a flip is hopeless, and a
+    component can change class only to a centre the other class leaves free. Here the
+    component is picked through a node on a class boundary, and its centre is re-drawn
+    from its conditional given the members.
+
+    Proposal: a node v uniformly among the boundary nodes ``∂(x)`` (unobserved nodes with
+    a graph neighbour of another label); its block ``K`` = the unobserved members of v's
+    component, ``{i unobserved : y_i = j, beta_i = l}`` (j = y_v, l = beta_v), picked so
+    with probability ``|K ∩ ∂(x)| / |∂(x)|``; a class ``j' != j`` uniformly; a centre
+    ``l' ~ p(. | K) ∝ prod_{i in K} D[i, .]`` (Eq. 3) over ``E_{j'}(x)``, the centres with
+    no unobserved member of class j'; then ``y_K <- j'``, ``beta_K <- l'``.
+
+    Detailed balance. In x' the unobserved members of (j', l') are exactly K (l' had none),
+    so the reverse proposal picks K with probability ``|K ∩ ∂(x')| / |∂(x')|``, proposes j
+    with probability 1 / (C - 1), and l from ``E_j(x')``, which contains l (K was all of
+    (j, l)'s unobserved members); hence
+
+        A = pi(x') / pi(x) * [|K ∩ ∂(x')| / |∂(x')| * p(l | K, E_j(x'))]
+                           / [|K ∩ ∂(x)| / |∂(x)| * p(l' | K, E_{j'}(x))],
+
+    with every potential of Sec. 3.5 in the target ratio. Blocks of more than
+    ``max_members`` nodes are rejected (K is the same set both ways: a symmetric
+    restriction), so the centre conditional sums at most ``max_members`` gathered rows of
+    ``log D``. Checked against exact enumeration in ``tests/test_diffusion_mixture.py``.
+    Returns ``(state, accepted)``.
+    """
+    k_node, k_class, k_centre, k_u = jax.random.split(key, 4)
+    C = model.n_classes
+    y, beta, stats = state
+    dtype = model.log_diffusion.dtype
+    boundary = _boundary_nodes(model, y)
+    v = _uniform_pick(k_node, boundary)
+    j, l = y[v], beta[v]
+    block = ~model.observed & (y == j) & (beta == l)
+    j_new = ((j + jax.random.randint(k_class, (), 1, max(C, 2))) % C).astype(y.dtype)
+    slots = _member_slots(block, max_members)
+    logits = (slots.used.astype(dtype) @ model.log_diffusion[slots.index])  # sum_K log D[i, .]
+    free_new = ~_unobserved_occupied(model, y, beta)[j_new]
+    l_new = _draw_centre(k_centre, logits, free_new)
+    y_new = jnp.where(block, j_new, y)
+    beta_new = jnp.where(block, l_new, beta)
+    boundary_new = _boundary_nodes(model, y_new)
+    free_back = ~_unobserved_occupied(model, y_new, beta_new)[j]
+    count = lambda mask: jnp.sum(mask).astype(dtype)  # noqa: E731
+    log_q_fwd = (jnp.log(count(block & boundary)) - jnp.log(count(boundary))
+                 + _centre_log_q(logits, l_new, free_new))
+    log_q_rev = (jnp.log(count(block & boundary_new)) - jnp.log(count(boundary_new))
+                 + _centre_log_q(logits, l, free_back))
+    new_stats = sufficient_statistics(model, y_new, beta_new)
+    log_ratio = (log_joint_delta(log_joint_terms(model, y_new, beta_new, new_stats),
+                                 log_joint_terms(model, y, beta, stats))
+                 + log_q_rev - log_q_fwd)
+    valid = boundary.any() & (slots.count <= max_members) & free_new.any() & (C > 1)
     accept = valid & (jnp.log(jax.random.uniform(k_u, dtype=dtype)) < log_ratio)
     pick = lambda a, b: jnp.where(accept, a, b)  # noqa: E731
     return (MixtureState(pick(y_new, y), pick(beta_new, beta),

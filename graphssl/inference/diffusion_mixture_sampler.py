@@ -5,8 +5,10 @@ the component re-sampling move (:func:`resample_component_move`, Sec. 4.1) + one
 the component re-labelling move (:func:`relabel_components_move`, Sec. 4.2); optionally more
 attempts of each, and of three moves that are not in the paper: two split-merge moves of
 components (:func:`split_merge_move`, :func:`centred_split_merge_move`; they create and remove
-components in one step) and a Swendsen–Wang cluster flip of labels with re-allocated centres
-(:func:`cluster_flip_move`). All functions are
+components in one step), a Swendsen–Wang cluster flip of labels with re-allocated centres
+(:func:`cluster_flip_move`), a block re-draw of a graph neighbourhood
+(:func:`neighbourhood_block_move`) and a class flip of a boundary component with a new centre
+(:func:`component_flip_move`). All functions are
 pure and jit/vmap-able; :func:`sample_mixture` runs chains with ``lax.scan`` inside ``vmap``
 over chains and, for a model whose leaves carry a leading axis, over splits too.
 
@@ -39,6 +41,8 @@ from graphssl.inference.diffusion_mixture_gibbs import (
 from graphssl.inference.diffusion_mixture_moves import (
     centred_split_merge_move,
     cluster_flip_move,
+    component_flip_move,
+    neighbourhood_block_move,
     relabel_components_move,
     resample_component_move,
     split_merge_move,
@@ -65,6 +69,8 @@ __all__ = [
     "split_merge_move",
     "centred_split_merge_move",
     "cluster_flip_move",
+    "neighbourhood_block_move",
+    "component_flip_move",
     "move_counts",
     "iteration",
     "resolve_engine",
@@ -97,6 +103,8 @@ class IterationInfo(NamedTuple):
     split_merge_accepted: jax.Array
     centred_split_merge_accepted: jax.Array
     cluster_flip_accepted: jax.Array
+    block_accepted: jax.Array
+    component_flip_accepted: jax.Array
 
 
 def _edge_agreement(model, y):
@@ -105,13 +113,14 @@ def _edge_agreement(model, y):
     return jnp.sum(w * same) / jnp.maximum(jnp.sum(w), 1e-30)
 
 
-MOVES = ("resample", "relabel", "split_merge", "centred_split_merge", "cluster_flip")
+MOVES = ("resample", "relabel", "split_merge", "centred_split_merge", "cluster_flip", "block",
+         "component_flip")
 
 
 def move_counts(moves) -> tuple[int, ...]:
     """Attempts per iteration of each move of :data:`MOVES` (``resample, relabel,
-    split_merge, centred_split_merge, cluster_flip``) from ``moves``: a tuple of two to five
-    bools / non-negative ints (missing entries are 0)."""
+    split_merge, centred_split_merge, cluster_flip, block, component_flip``) from ``moves``: a
+    tuple of two to seven bools / non-negative ints (missing entries are 0)."""
     counts = tuple(int(x) for x in moves) + (0,) * (len(MOVES) - len(tuple(moves)))
     if not 2 <= len(tuple(moves)) <= len(MOVES) or min(counts) < 0:
         raise ValueError(f"moves: give 2 to {len(MOVES)} non-negative attempt counts "
@@ -156,18 +165,21 @@ def resolve_engine(engine: str, model) -> str:
 
 
 def iteration(model, key, state: MixtureState, max_components: int = 2,
-              moves: tuple = (True, True), engine: str = "scan", tables=None):
+              moves: tuple = (True, True), engine: str = "scan", tables=None,
+              block_size: int = 24):
     """One iteration of Walder Sec. 5: Gibbs sweep, then attempts of each MH move.
 
     ``moves`` = attempts per iteration of the moves of :data:`MOVES`, ``(n_resample,
-    n_relabel[, n_split_merge[, n_centred_split_merge[, n_cluster_flip]]])`` (bools read as
-    0 / 1; the paper's iteration is ``(1, 1)``); each attempt leaves the joint invariant, so
-    any counts give a valid kernel. ``engine`` ``"scan"`` or ``"pallas"`` (the same draws;
-    see :func:`resolve_engine`), ``tables`` the fused sweep's padded tables
+    n_relabel[, n_split_merge[, n_centred_split_merge[, n_cluster_flip[, n_block[,
+    n_component_flip]]]]])``
+    (bools read as 0 / 1; the paper's iteration is ``(1, 1)``); each attempt leaves the joint
+    invariant, so any counts give a valid kernel. ``block_size``: nodes re-drawn by one
+    attempt of :func:`neighbourhood_block_move`. ``engine`` ``"scan"`` or ``"pallas"`` (the
+    same draws; see :func:`resolve_engine`), ``tables`` the fused sweep's padded tables
     (:func:`sweep_tables`, built here when omitted). Returns ``(state, class_probs [m, C],
     info)``.
     """
-    n_res, n_rel, n_sm, n_csm, n_flip = move_counts(moves)
+    n_res, n_rel, n_sm, n_csm, n_flip, n_block, n_cflip = move_counts(moves)
     k_sweep, k_res, k_rel, k_sm = jax.random.split(key, 4)
     dtype = model.alpha.dtype
     if engine == "pallas":
@@ -181,6 +193,10 @@ def iteration(model, key, state: MixtureState, max_components: int = 2,
                                jax.random.fold_in(k_sm, 1), state, dtype)
     state, acc_flip = _attempts(partial(cluster_flip_move, model), n_flip,
                                 jax.random.fold_in(k_sm, 2), state, dtype)
+    state, acc_block = _attempts(partial(neighbourhood_block_move, model, block_size=block_size),
+                                 n_block, jax.random.fold_in(k_sm, 3), state, dtype)
+    state, acc_cflip = _attempts(partial(component_flip_move, model), n_cflip,
+                                 jax.random.fold_in(k_sm, 4), state, dtype)
     state, acc_res = _attempts(partial(resample_component_move, model), n_res, k_res, state,
                                dtype)
     relabel = partial(relabel_components_move, model, max_components=max_components)
@@ -189,7 +205,8 @@ def iteration(model, key, state: MixtureState, max_components: int = 2,
     energy = -sum(jnp.sum(t) for t in terms)
     info = IterationInfo(energy, acc_res, acc_rel,
                          jnp.sum(state.stats.component_counts > 0),
-                         _edge_agreement(model, state.y), acc_sm, acc_csm, acc_flip)
+                         _edge_agreement(model, state.y), acc_sm, acc_csm, acc_flip,
+                         acc_block, acc_cflip)
     return state, probs, info
 
 
@@ -201,9 +218,10 @@ class MixtureSamples(NamedTuple):
 
     ``labels`` int8[..., draws, m] thinned label draws; ``energy``, ``resample_accepted``,
     ``relabel_accepted``, ``n_components``, ``edge_agreement``, ``split_merge_accepted``,
-    ``centred_split_merge_accepted``, ``cluster_flip_accepted`` [..., iterations]
+    ``centred_split_merge_accepted``, ``cluster_flip_accepted``, ``block_accepted``,
+    ``component_flip_accepted`` [..., iterations]
     (acceptances: the fraction of that iteration's attempts accepted that changed the
-    state; a re-labelling proposal that redraws the current labels is not counted);
+    state; re-labelling and block proposals that redraw the current labels are not counted);
     ``class_probs`` float[..., m, C] Rao–Blackwellised posterior class marginals;
     ``map_y``, ``map_beta``, ``map_log_joint``: the most probable state visited per chain;
     ``final_state``: the last :class:`MixtureState`; ``chain_keys`` [..., chains, 2] (the
@@ -221,6 +239,8 @@ class MixtureSamples(NamedTuple):
     split_merge_accepted: jax.Array
     centred_split_merge_accepted: jax.Array
     cluster_flip_accepted: jax.Array
+    block_accepted: jax.Array
+    component_flip_accepted: jax.Array
     class_probs: jax.Array
     map_y: jax.Array
     map_beta: jax.Array
@@ -233,17 +253,17 @@ class MixtureSamples(NamedTuple):
 
 _TRACES = ("energy", "resample_accepted", "relabel_accepted", "n_components",
            "edge_agreement", "split_merge_accepted", "centred_split_merge_accepted",
-           "cluster_flip_accepted")
+           "cluster_flip_accepted", "block_accepted", "component_flip_accepted")
 
 
 def _run_chain(model, chain_key, state, best, start, n_iterations, burn_in, thin,
-               max_components, moves, engine="scan"):
+               max_components, moves, engine="scan", block_size=24):
     """Iterations ``start .. start + burn_in + n_iterations - 1`` of one chain; iteration t
     uses ``fold_in(chain_key, t)``, so a run continued from its last state draws exactly what
     one longer run would. ``best`` = (y, beta, log joint) of the best state visited so far."""
     tables = sweep_tables(model) if engine == "pallas" else None
     step = partial(iteration, model, max_components=max_components, moves=moves,
-                   engine=engine, tables=tables)
+                   engine=engine, tables=tables, block_size=block_size)
 
     def burn(state, t):
         state, _, _ = step(jax.random.fold_in(chain_key, t), state)
@@ -274,18 +294,21 @@ def _run_chain(model, chain_key, state, best, start, n_iterations, burn_in, thin
     return MixtureSamples(labels, infos.energy, infos.resample_accepted,
                           infos.relabel_accepted, infos.n_components, infos.edge_agreement,
                           infos.split_merge_accepted, infos.centred_split_merge_accepted,
-                          infos.cluster_flip_accepted,
+                          infos.cluster_flip_accepted, infos.block_accepted,
+                          infos.component_flip_accepted,
                           prob_sum / (n_draws * thin), best[0], best[1], best[2], state,
                           chain_key)
 
 
 @partial(jax.jit, static_argnames=("n_chains", "n_iterations", "burn_in", "thin",
-                                   "max_components", "moves", "init_beta", "engine"))
+                                   "max_components", "moves", "init_beta", "engine",
+                                   "block_size"))
 def _sample_jit(model, key, n_chains, n_iterations, burn_in, thin, max_components, moves,
                 init_beta, init_labels=None, init_noise=0.0, engine="scan", resume=None,
-                start=0):
+                start=0, block_size=24):
     run = partial(_run_chain, n_iterations=n_iterations, burn_in=burn_in, thin=thin,
-                  max_components=max_components, moves=moves, engine=engine)
+                  max_components=max_components, moves=moves, engine=engine,
+                  block_size=block_size)
 
     def one_model(model, key, init_y):
         keys = jax.random.split(key, 3 * n_chains).reshape(3, n_chains, -1)
@@ -344,7 +367,8 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
                    n_iterations: int = 1000, burn_in: int = 100, thin: int = 1,
                    max_components: int = 2, moves: tuple = (True, True),
                    init_beta: str = "random", init_labels=None, init_noise: float = 0.0,
-                   engine: str = "auto", resume: MixtureSamples | None = None):
+                   engine: str = "auto", resume: MixtureSamples | None = None,
+                   block_size: int = 24):
     """Run ``n_chains`` chains of Walder's sampler (fully JIT-compiled, vmapped over chains).
 
     A model whose leaves carry a leading axis (``stack_models``) is vmapped over it too
@@ -354,8 +378,9 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
     labels instead, with a fraction ``init_noise`` of them redrawn from eta per chain (the
     paper does not say how its chains started; a warm start matters with short chains).
     ``n_iterations`` is rounded down to a multiple of ``thin``; ``max_components`` is R of
-    Sec. 4.2; ``moves`` = attempts per iteration of each move of :data:`MOVES` (2 to 5
-    counts), see :func:`iteration`; ``init_beta`` see :func:`init_state`;
+    Sec. 4.2; ``moves`` = attempts per iteration of each move of :data:`MOVES` (2 to 7
+    counts), see :func:`iteration`; ``block_size`` the nodes one block move re-draws;
+    ``init_beta`` see :func:`init_state`;
     ``engine`` the Gibbs sweep's implementation (:func:`resolve_engine`: by default one
     fused kernel per chain on a GPU, ``lax.scan`` elsewhere; both give the same draws).
     ``resume``: a previous record of the same model; its chains continue from their last
@@ -368,7 +393,8 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
         n_chains = int(np.asarray(resume.final_state.y).shape[-2])
         burn_in = 0
     for name, value in (("n_chains", n_chains), ("n_iterations", n_iterations),
-                        ("thin", thin), ("max_components", max_components)):
+                        ("thin", thin), ("max_components", max_components),
+                        ("block_size", block_size)):
         if int(value) < 1:
             raise ValueError(f"{name}: must be a positive integer, got {value}")
     if burn_in < 0:
@@ -393,7 +419,7 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
                           int(thin), int(max_components), move_counts(moves), init_beta,
                           init_labels, jnp.asarray(init_noise, model.alpha.dtype),
                           engine=resolve_engine(engine, model), resume=carried,
-                          start=jnp.asarray(start, jnp.int32))
+                          start=jnp.asarray(start, jnp.int32), block_size=int(block_size))
     n_run = (int(n_iterations) // int(thin)) * int(thin)
     samples = samples._replace(n_steps=start + int(burn_in) + n_run, thin=int(thin))
     return samples if resume is None else _joined(resume, samples, n_run)
@@ -467,6 +493,8 @@ def as_label_samples(samples: MixtureSamples, n_classes: int) -> LabelSamples:
                "centred_split_merge_accepted": at_draws(
                    samples.centred_split_merge_accepted),
                "cluster_flip_accepted": at_draws(samples.cluster_flip_accepted),
+               "block_accepted": at_draws(samples.block_accepted),
+               "component_flip_accepted": at_draws(samples.component_flip_accepted),
                "n_components": at_draws(samples.n_components),
                "edge_agreement": at_draws(samples.edge_agreement)},
         map_labels=np.asarray(samples.map_y[best]),
