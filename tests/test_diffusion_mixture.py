@@ -419,6 +419,40 @@ def test_component_flip_move_leaves_joint_invariant(setup, gamma, cap):
     ref = _STATS(model, new.y, new.beta)
     np.testing.assert_array_equal(np.asarray(ref.component_counts),
                                   np.asarray(new.stats.component_counts))
+    np.testing.assert_array_equal(np.asarray(ref.class_counts),
+                                  np.asarray(new.stats.class_counts))
+    np.testing.assert_allclose(np.asarray(ref.laplacian_indicators),
+                               np.asarray(new.stats.laplacian_indicators), atol=1e-9)
+
+
+def test_component_flip_bookkeeping_equals_a_recount():
+    """The component flip's O(m d) statistics and log-joint change (``_flip_block``) equal a
+    recount of the whole joint, for random blocks, classes and centres, with and without the
+    balancing potential and at gamma 0 and 2 (class prior 0.6 / 0.4, so the two directions of
+    a flip differ)."""
+    from graphssl.inference import diffusion_mixture_moves as moves
+
+    rng = np.random.default_rng(8)
+    for kw in (dict(gamma=0.8), dict(gamma=2.0, balance=False), dict(gamma=0.0)):
+        model = _model(**kw)
+        for _ in range(10):
+            y = jnp.asarray([0, *rng.integers(0, C, 3), 1], jnp.int32)
+            beta = jnp.asarray(rng.integers(0, M, M), jnp.int32)
+            stats = dm.sufficient_statistics(model, y, beta)
+            v = int(rng.integers(1, 4))
+            j, l = y[v], beta[v]
+            block = ~model.observed & (y == j) & (beta == l)
+            j_new, l_new = 1 - j, jnp.int32(rng.integers(0, M))
+            y_new, beta_new = jnp.where(block, j_new, y), jnp.where(block, l_new, beta)
+            log_lik = jnp.sum(jnp.where(block, model.log_diffusion[:, l_new]
+                                        - model.log_diffusion[:, l], 0.0))
+            new_stats, delta = moves._flip_block(model, stats, y, block, j, l, j_new, l_new,
+                                                 log_lik)
+            expected = dm.log_joint(model, y_new, beta_new) - dm.log_joint(model, y, beta)
+            np.testing.assert_allclose(float(delta), float(expected), atol=1e-10)
+            for a, b in zip(new_stats, dm.sufficient_statistics(model, y_new, beta_new),
+                            strict=True):
+                np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-12)
 
 
 def test_chain_with_extra_moves_matches_enumeration(setup):
