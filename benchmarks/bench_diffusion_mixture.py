@@ -21,8 +21,9 @@ projected time of 10^5 iterations. Usage::
     python benchmarks/bench_diffusion_mixture.py [--iterations N] [--burn-in B]
         [--datasets digit1,text] [--moves 1,1,0] [--merge] [--quick]
 
-``--moves`` sets the attempts per iteration of the re-sampling, re-labelling and split-merge
-moves (``1,1,0`` = the paper's iteration); ``--merge`` keeps the records of the data sets not
+``--moves`` sets the attempts per iteration of the moves of ``dms.MOVES`` (re-sampling,
+re-labelling, split-merge, centred split-merge, cluster flip, neighbourhood block, component
+flip; ``1,1,0`` = the paper's iteration); ``--merge`` keeps the records of the data sets not
 re-run, so a longer run of some sets updates the JSON in place. Every record carries its own
 ``settings``, every timing the load average before and after it.
 
@@ -242,9 +243,8 @@ def run_dataset(name, args, key):
             samp_r = jax.tree.map(lambda x, r=r: x[r], samples)
             y_map, _, _ = dms.map_estimate(model_r, samp_r)
             map_acc.append(accuracy(y_map, y, lab_idx))
-            accs.append(dict(resample=float(np.mean(samples.resample_accepted[r])),
-                             relabel=float(np.mean(samples.relabel_accepted[r])),
-                             split_merge=float(np.mean(samples.split_merge_accepted[r]))))
+            accs.append({k: float(np.mean(getattr(samples, f"{k}_accepted")[r]))
+                         for k in dms.MOVES})
         record["gamma"][str(gamma)] = dict(
             mean=mean_acc, map=map_acc, acceptance=accs, compile_seconds=compile_s,
             run_seconds=run_s, iterations=n_it, chains=args.chains, moves=args.moves,

@@ -628,8 +628,8 @@ def component_flip_move(model, key, state: MixtureState, max_members: int = 128)
 
     Proposal: a node v uniformly among the boundary nodes ``∂(x)`` (unobserved nodes with
     a graph neighbour of another label); its block ``K`` = the unobserved members of v's
-    component, ``{i unobserved : y_i = j, beta_i = l}`` (j = y_v, l = beta_v), picked so
-    with probability ``|K ∩ ∂(x)| / |∂(x)|``; a class ``j' != j`` uniformly; a centre
+    component, ``{i unobserved : y_i = j, beta_i = l}`` (j = y_v, l = beta_v), so K is
+    picked with probability ``|K ∩ ∂(x)| / |∂(x)|``; a class ``j' != j`` uniformly; a centre
     ``l' ~ p(. | K) ∝ prod_{i in K} D[i, .]`` (Eq. 3) over ``E_{j'}(x)``, the centres with
     no unobserved member of class j'; then ``y_K <- j'``, ``beta_K <- l'``.
 
@@ -700,7 +700,6 @@ def _flip_block(model, stats: MixtureStats, y, block, j, l, j_new, l_new, log_li
                           + (u @ lb[:, j_new] + b_new @ l_u + u_lu))
     counts = stats.class_counts.at[j].add(-n).at[j_new].add(n)
     comp = stats.component_counts.at[j, l].add(-n).at[j_new, l_new].add(n)
-
     classes = jnp.stack([j, j_new])
 
     def class_terms(c):
