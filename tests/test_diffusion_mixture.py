@@ -298,6 +298,28 @@ def _split_merge_repeated(model, keys, states, move=dms.split_merge_move):
 
 
 _SPLIT_MERGE = jax.jit(_split_merge_repeated, static_argnames="move")
+
+
+def _exact_draws(setup, seed, **kw):
+    """``(model, N exact draws, exact tables)``: the fixture's for the default model, else
+    enumerated afresh for ``_model(**kw)``."""
+    if not kw:
+        return setup
+    model = _model(**kw)
+    ys, bs, p = _enumerate(model)
+    idx = np.random.default_rng(seed).choice(p.size, size=N_EXACT, p=p)
+    return model, _states(model, ys[idx], bs[idx]), _tables(ys, bs, p)
+
+
+def _keeps_joint(model, states, exact, move, seed):
+    """30 successive attempts of ``move`` on each exact draw leave the tables within 5 s.e.
+    and the component counts equal to a recount. Returns the states and the recount."""
+    new, _ = _SPLIT_MERGE(model, _keys(seed, 30), states, move=move)
+    _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
+    ref = _STATS(model, new.y, new.beta)
+    np.testing.assert_array_equal(np.asarray(ref.component_counts),
+                                  np.asarray(new.stats.component_counts))
+    return new, ref
 _MOVES = {"local": dms.split_merge_move,
           "centred": partial(dms.centred_split_merge_move, allocation="independent"),
           "sequential": dms.centred_split_merge_move,
@@ -314,23 +336,15 @@ def test_split_merge_move_leaves_joint_invariant(setup, gamma, kind):
     ratio is then detected). Both kinds of proposal occur and are accepted. ``centred`` is
     the independent side allocation, ``sequential`` the default one; ``sequential_cap3``
     rejects pairs whose merged component has more than 3 nodes (a symmetric restriction)."""
-    model, states, exact = setup
-    if gamma != 0.8:
-        model = _model(gamma=gamma, alpha=2.0)
-        ys, bs, p = _enumerate(model)
-        idx = np.random.default_rng(4).choice(p.size, size=N_EXACT, p=p)
-        states, exact = _states(model, ys[idx], bs[idx]), _tables(ys, bs, p)
+    model, states, exact = _exact_draws(
+        setup, 4, **({} if gamma == 0.8 else dict(gamma=gamma, alpha=2.0)))
     move = _MOVES[kind]
     one, acc1 = _SPLIT_MERGE(model, _keys(20, 1), states, move=move)
     before = np.asarray(states.stats.component_counts > 0).sum((1, 2))
     after = np.asarray(one.stats.component_counts > 0).sum((1, 2))
     assert np.mean(after > before) > 0.01 and np.mean(after < before) > 0.01
     assert 0.02 < float(np.mean(acc1)) < 0.9
-    new, _ = _SPLIT_MERGE(model, _keys(21, 30), states, move=move)
-    _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
-    ref = _STATS(model, new.y, new.beta)
-    np.testing.assert_array_equal(np.asarray(ref.component_counts),
-                                  np.asarray(new.stats.component_counts))
+    new, _ = _keeps_joint(model, states, exact, move, 21)
     np.testing.assert_array_equal(np.asarray(new.y), np.asarray(states.y))
 
 
@@ -345,21 +359,12 @@ def test_cluster_flip_move_leaves_joint_invariant(setup, gamma, cap):
     within 5 s.e. after 30 attempts on each of N exact draws. At gamma = 2 many bonds open, so
     clusters of two or three nodes are flipped (a wrong bond probability or a missing
     allocation term is then detected); ``cap = 2`` rejects the clusters of three."""
-    model, states, exact = setup
-    if gamma != 0.8:
-        model = _model(gamma=gamma)
-        ys, bs, p = _enumerate(model)
-        idx = np.random.default_rng(5).choice(p.size, size=N_EXACT, p=p)
-        states, exact = _states(model, ys[idx], bs[idx]), _tables(ys, bs, p)
+    model, states, exact = _exact_draws(setup, 5, **({} if gamma == 0.8 else dict(gamma=gamma)))
     one, acc1 = _SPLIT_MERGE(model, _keys(22, 1), states, move=_FLIP[cap])
     assert 0.005 < float(np.mean(acc1)) < 0.9
     flipped = np.asarray(one.y != states.y).sum(1)
     assert np.mean(flipped >= 2) > 0.001 and np.all(flipped <= cap)
-    new, _ = _SPLIT_MERGE(model, _keys(23, 30), states, move=_FLIP[cap])
-    _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
-    ref = _STATS(model, new.y, new.beta)
-    np.testing.assert_array_equal(np.asarray(ref.component_counts),
-                                  np.asarray(new.stats.component_counts))
+    new, ref = _keeps_joint(model, states, exact, _FLIP[cap], 23)
     np.testing.assert_allclose(np.asarray(ref.laplacian_indicators),
                                np.asarray(new.stats.laplacian_indicators), atol=1e-5)
 
@@ -374,22 +379,13 @@ def test_neighbourhood_block_move_leaves_joint_invariant(setup, gamma, size):
     labels at once (a reverse proposal computed with the wrong statistics, or without the
     observed nodes' clamping, is then detected); ``size = 5`` re-draws the whole graph,
     ``size = 1`` is a single-site Metropolised Gibbs update."""
-    model, states, exact = setup
-    if gamma != 0.8:
-        model = _model(gamma=gamma)
-        ys, bs, p = _enumerate(model)
-        idx = np.random.default_rng(6).choice(p.size, size=N_EXACT, p=p)
-        states, exact = _states(model, ys[idx], bs[idx]), _tables(ys, bs, p)
+    model, states, exact = _exact_draws(setup, 6, **({} if gamma == 0.8 else dict(gamma=gamma)))
     one, acc1 = _SPLIT_MERGE(model, _keys(24, 1), states, move=_BLOCK[size])
     assert 0.05 < float(np.mean(acc1)) < 0.95
     changed = np.asarray(one.y != states.y).sum(1)
     assert np.mean(changed >= min(size, 2)) > 0.003 and np.all(changed <= size)
-    new, _ = _SPLIT_MERGE(model, _keys(25, 30), states, move=_BLOCK[size])
-    _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
+    new, _ = _keeps_joint(model, states, exact, _BLOCK[size], 25)
     assert np.all(np.asarray(new.y)[:, [0, 4]] == [0, 1])
-    ref = _STATS(model, new.y, new.beta)
-    np.testing.assert_array_equal(np.asarray(ref.component_counts),
-                                  np.asarray(new.stats.component_counts))
 
 
 _COMPONENT_FLIP = {cap: partial(dms.component_flip_move, max_members=cap) for cap in (1, 128)}
@@ -402,23 +398,14 @@ def test_component_flip_move_leaves_joint_invariant(setup, gamma, cap):
     unobserved nodes change class (a selection probability taken from the wrong state, or
     a centre proposal over the wrong free set, is then detected); ``cap = 1`` rejects
     them."""
-    model, states, exact = setup
-    if gamma != 0.8:
-        model = _model(gamma=gamma)
-        ys, bs, p = _enumerate(model)
-        idx = np.random.default_rng(7).choice(p.size, size=N_EXACT, p=p)
-        states, exact = _states(model, ys[idx], bs[idx]), _tables(ys, bs, p)
+    model, states, exact = _exact_draws(setup, 7, **({} if gamma == 0.8 else dict(gamma=gamma)))
     move = _COMPONENT_FLIP[cap]
     one, acc1 = _SPLIT_MERGE(model, _keys(26, 1), states, move=move)
     assert 0.02 < float(np.mean(acc1)) < 0.95
     changed = np.asarray(one.y != states.y).sum(1)
     assert np.all(changed <= cap) and (cap == 1 or np.mean(changed >= 2) > 0.003)
-    new, _ = _SPLIT_MERGE(model, _keys(27, 30), states, move=move)
-    _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
+    new, ref = _keeps_joint(model, states, exact, move, 27)
     assert np.all(np.asarray(new.y)[:, [0, 4]] == [0, 1])
-    ref = _STATS(model, new.y, new.beta)
-    np.testing.assert_array_equal(np.asarray(ref.component_counts),
-                                  np.asarray(new.stats.component_counts))
     np.testing.assert_array_equal(np.asarray(ref.class_counts),
                                   np.asarray(new.stats.class_counts))
     np.testing.assert_allclose(np.asarray(ref.laplacian_indicators),
