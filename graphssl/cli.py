@@ -90,8 +90,9 @@ def _boltzmann():
 def _diffusion_mixture():
     from graphssl.estimators.diffusion_mixture import DiffusionMixtureClassifier
 
+    # the notebook's moves: component flips mix the labels of boundary groups
     return DiffusionMixtureClassifier(gamma=0.8, init="parzen", n_chains=2, n_iterations=200,
-                                      burn_in=50)
+                                      burn_in=50, moves=(20, 1, 0, 4, 0, 0, 10))
 
 
 def _harmonic_mixture():
