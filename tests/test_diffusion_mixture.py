@@ -413,12 +413,10 @@ def test_component_flip_move_leaves_joint_invariant(setup, gamma, cap):
 
 
 def test_component_flip_bookkeeping_equals_a_recount():
-    """The component flip's O(m d) statistics and log-joint change (``_flip_block``) equal a
+    """The component flip's O(m d) statistics and log-joint change (``move_block``) equal a
     recount of the whole joint, for random blocks, classes and centres, with and without the
     balancing potential and at gamma 0 and 2 (class prior 0.6 / 0.4, so the two directions of
     a flip differ)."""
-    from graphssl.inference import diffusion_mixture_moves as moves
-
     rng = np.random.default_rng(8)
     for kw in (dict(gamma=0.8), dict(gamma=2.0, balance=False), dict(gamma=0.0)):
         model = _model(**kw)
@@ -433,8 +431,8 @@ def test_component_flip_bookkeeping_equals_a_recount():
             y_new, beta_new = jnp.where(block, j_new, y), jnp.where(block, l_new, beta)
             log_lik = jnp.sum(jnp.where(block, model.log_diffusion[:, l_new]
                                         - model.log_diffusion[:, l], 0.0))
-            new_stats, delta = moves._flip_block(model, stats, y, block, j, l, j_new, l_new,
-                                                 log_lik)
+            new_stats, delta = dm.move_block(model, stats, y, block, j, l, j_new, l_new,
+                                             log_lik)
             expected = dm.log_joint(model, y_new, beta_new) - dm.log_joint(model, y, beta)
             np.testing.assert_allclose(float(delta), float(expected), atol=1e-10)
             for a, b in zip(new_stats, dm.sufficient_statistics(model, y_new, beta_new),

@@ -88,6 +88,15 @@ def _inverse_cdf(weights, u):
     return jnp.minimum(b * width + jnp.minimum(j, last), n - 1).astype(jnp.int32)
 
 
+def site_weights(model, removed, i):
+    """The two factors of Eq. (7) for node i, given the statistics without it: the class
+    factor ``A_y`` (log, float[C]; :func:`class_log_weights`) and the centre weights
+    ``(c'_{y,l} + a/m) D[i, l] / max_l D[i, l]`` (float[C, m]), so that
+    ``p(y, beta = l | rest) ∝ exp(A_y) * weights[y, l]``."""
+    comp = (removed.component_counts.astype(model.alpha.dtype) + model.alpha / model.n_nodes)
+    return class_log_weights(model, removed, i), comp * model.diffusion_scaled[i][None, :]
+
+
 def _site_update(model, greedy: bool, carry, inputs):
     """Blocked update of (y_i, beta_i) from Eq. (7); beta_i alone when node i is observed.
 
@@ -101,9 +110,7 @@ def _site_update(model, greedy: bool, carry, inputs):
     i, u_y, u_b = inputs
     y_old, b_old = y[i], beta[i]
     removed = remove_site(model, stats, i, y_old, b_old)
-    a = class_log_weights(model, removed, i)
-    comp = (removed.component_counts.astype(model.alpha.dtype) + model.alpha / model.n_nodes)
-    comp = comp * model.diffusion_scaled[i][None, :]
+    a, comp = site_weights(model, removed, i)
     log_py = a + jnp.log(jnp.sum(comp, axis=1))
     probs = jax.nn.softmax(log_py)
     if greedy:

@@ -15,13 +15,12 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.special import gammaln
 
-from graphssl.inference.diffusion_mixture_gibbs import MixtureState, _inverse_cdf
+from graphssl.inference.diffusion_mixture_gibbs import MixtureState, _inverse_cdf, site_weights
 from graphssl.models.diffusion_mixture import (
-    MixtureStats,
     add_site,
-    class_log_weights,
     log_joint_delta,
     log_joint_terms,
+    move_block,
     remove_site,
     sufficient_statistics,
 )
@@ -527,16 +526,16 @@ def cluster_flip_move(model, key, state: MixtureState, max_members: int = 64):
                          jax.tree.map(pick, new_stats, stats)), accept)
 
 
-def _log_site_conditional(model, removed, i, y_i, beta_i):
-    """``(weights_y float[C], comp float[C, m], log p(y_i, beta_i | removed))`` of Eq. (7)
-    for node i absent from ``removed``: the class probabilities, the per-class centre weights
-    ``(c'_{y,l} + a/m) D[i, l] / max_l D[i, l]`` and the log probability of the given pair."""
-    a = class_log_weights(model, removed, i)
-    comp = removed.component_counts.astype(model.alpha.dtype) + model.alpha / model.n_nodes
-    comp = comp * model.diffusion_scaled[i][None, :]
-    log_py = jax.nn.log_softmax(a + jnp.log(jnp.sum(comp, axis=1)))
-    log_pb = jnp.log(comp[y_i, beta_i]) - jnp.log(jnp.sum(comp[y_i]))
-    return jnp.exp(log_py), comp, log_py[y_i] + log_pb
+def _site_log_probs(model, removed, i):
+    """``(log p(y_i | rest) float[C], centre weights float[C, m])`` of Eq. (7) for node i,
+    absent from ``removed`` (:func:`site_weights`)."""
+    a, comp = site_weights(model, removed, i)
+    return jax.nn.log_softmax(a + jnp.log(jnp.sum(comp, axis=1))), comp
+
+
+def _pair_log_prob(log_py, comp, y_i, beta_i):
+    """``log p(y_i, beta_i | rest)`` from :func:`_site_log_probs`."""
+    return log_py[y_i] + jnp.log(comp[y_i, beta_i]) - jnp.log(jnp.sum(comp[y_i]))
 
 
 def neighbourhood_block_move(model, key, state: MixtureState, block_size: int = 24):
@@ -580,11 +579,11 @@ def neighbourhood_block_move(model, key, state: MixtureState, block_size: int = 
     def place(carry, inputs):
         new, old, y_new, beta_new, log_q_fwd, log_q_rev = carry
         i, u_y, u_b = inputs
-        probs, comp, _ = _log_site_conditional(model, new, i, y[i], beta[i])
-        y_i = _inverse_cdf(probs, u_y)
+        log_py, comp = _site_log_probs(model, new, i)
+        y_i = _inverse_cdf(jnp.exp(log_py), u_y)
         b_i = _inverse_cdf(comp[y_i], u_b)
-        _, _, log_fwd = _log_site_conditional(model, new, i, y_i, b_i)
-        _, _, log_rev = _log_site_conditional(model, old, i, y[i], beta[i])
+        log_fwd = _pair_log_prob(log_py, comp, y_i, b_i)
+        log_rev = _pair_log_prob(*_site_log_probs(model, old, i), y[i], beta[i])
         return (add_site(model, new, i, y_i, b_i), add_site(model, old, i, y[i], beta[i]),
                 y_new.at[i].set(y_i), beta_new.at[i].set(b_i),
                 log_q_fwd + log_fwd, log_q_rev + log_rev), None
@@ -671,48 +670,11 @@ def component_flip_move(model, key, state: MixtureState, max_members: int = 128)
                  + _centre_log_q(logits, l_new, free_new))
     log_q_rev = (jnp.log(count(block & boundary_new)) - jnp.log(count(boundary_new))
                  + _centre_log_q(logits, l, free_back))
-    new_stats, log_target = _flip_block(model, stats, y, block, j, l, j_new, l_new,
-                                        logits[l_new] - logits[l])
+    new_stats, log_target = move_block(model, stats, y, block, j, l, j_new, l_new,
+                                       logits[l_new] - logits[l])
     log_ratio = log_target + log_q_rev - log_q_fwd
     valid = boundary.any() & (slots.count <= max_members) & free_new.any() & (C > 1)
     accept = valid & (jnp.log(jax.random.uniform(k_u, dtype=dtype)) < log_ratio)
     pick = lambda a, b: jnp.where(accept, a, b)  # noqa: E731
     return (MixtureState(pick(y_new, y), pick(beta_new, beta),
                          jax.tree.map(pick, new_stats, stats)), accept)
-
-
-def _flip_block(model, stats: MixtureStats, y, block, j, l, j_new, l_new, log_likelihood):
-    """Statistics and ``log pi(x') - log pi(x)`` (Sec. 3.5) when the nodes of ``block``, all at
-    class j and centre l, move to (j_new, l_new), in O(m d) (not the O(m C) lgamma calls and
-    O(m d C) recount of the whole joint). ``log_likelihood`` = the change of
-    ``sum_i log D[i, beta_i]``. With u = 1_block and L u from the sparse table, the MRF energy
-    ``b^(j)T L b^(j)`` changes by ``-u.(L b^(j)) - b^(j).(L u) + u.(L u)`` for the class left
-    and ``u.(L b^(j')) + b^(j').(L u) + u.(L u)`` for the class joined (Eq. 4)."""
-    dtype = stats.laplacian_indicators.dtype
-    u = block.astype(dtype)
-    n = jnp.sum(block).astype(stats.class_counts.dtype)
-    l_u = (jnp.sum(model.neighbor_laplacian * u[model.neighbor_index], axis=1)
-           + model.laplacian_diagonal * u)
-    lb = stats.laplacian_indicators
-    b_old, b_new = (y == j).astype(dtype), (y == j_new).astype(dtype)
-    u_lu = u @ l_u
-    mrf = -model.gamma * ((-u @ lb[:, j] - b_old @ l_u + u_lu)
-                          + (u @ lb[:, j_new] + b_new @ l_u + u_lu))
-    counts = stats.class_counts.at[j].add(-n).at[j_new].add(n)
-    comp = stats.component_counts.at[j, l].add(-n).at[j_new, l_new].add(n)
-    classes = jnp.stack([j, j_new])
-
-    def class_terms(c):
-        c = c.astype(dtype)
-        return (c * model.log_eta[classes] - model.balance * gammaln(c + 1.0)
-                - gammaln(c + model.alpha))
-
-    a_m = model.alpha / model.n_nodes
-    component_term = lambda c: gammaln(c.astype(dtype) + a_m)  # noqa: E731
-    log_target = (jnp.sum(class_terms(counts[classes]) - class_terms(stats.class_counts[classes]))
-                  + component_term(comp[j, l]) - component_term(stats.component_counts[j, l])
-                  + component_term(comp[j_new, l_new])
-                  - component_term(stats.component_counts[j_new, l_new])
-                  + mrf + log_likelihood)
-    lb = lb.at[:, j].add(-l_u).at[:, j_new].add(l_u)
-    return MixtureStats(counts, comp, lb), log_target
