@@ -56,7 +56,8 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
     (:class:`~graphssl.inference.diffusion_mixture_sampler.MixtureSamples`),
     ``posterior_mean_`` (float[n, C]), ``map_labels_`` (int[n], values of ``classes_``),
     ``map_log_joint_``, ``acceptance_`` (mean acceptance rate of each move attempted).
-    :meth:`sample_more` continues the chains of a fitted model.
+    :meth:`sample_more` continues the chains of a fitted model, :meth:`run_until_converged`
+    continues them until R-hat says they agree.
     """
 
     def __init__(self, k=10, symmetrize="max", weight="gaussian", sigma="walder", tau=5.0,
@@ -146,6 +147,29 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
             n_iterations=int(n_iterations), thin=thin, max_components=self.max_components,
             moves=tuple(self.moves), resume=self.samples_, engine=self.engine,
             block_size=int(self.block_size))
+        self._set_label_distributions(self._summarise(len(self.classes_)))
+        return self
+
+    def run_until_converged(self, target_rhat: float = 1.01, check_every: int = 2000,
+                            max_iterations: int = 50_000, pairs=None, progress: bool = True):
+        """Continue the fitted chains in chunks of ``check_every`` iterations until every
+        R-hat on the permutation-invariant statistics is at most ``target_rhat`` (checked on
+        the last half of the chunks; the fit and the first half are warm-up), or
+        ``max_iterations`` have run
+        (:func:`~graphssl.inference.diffusion_mixture_convergence.sample_until_converged`).
+        ``samples_`` becomes the checked window and every fitted attribute is updated from
+        it; ``convergence_checks_`` lists the checks (``[-1].max_rhat`` says whether the
+        target was met). Returns ``self``."""
+        from sklearn.utils.validation import check_is_fitted
+
+        from graphssl.inference.diffusion_mixture_convergence import sample_until_converged
+
+        check_is_fitted(self, "samples_")
+        self.samples_, self.convergence_checks_ = sample_until_converged(
+            self.model_, target_rhat=target_rhat, check_every=int(check_every),
+            max_iterations=int(max_iterations), resume=self.samples_, pairs=pairs,
+            progress=progress, max_components=self.max_components, moves=tuple(self.moves),
+            engine=self.engine, block_size=int(self.block_size))
         self._set_label_distributions(self._summarise(len(self.classes_)))
         return self
 

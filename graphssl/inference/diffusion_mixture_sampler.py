@@ -368,7 +368,7 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
                    max_components: int = 2, moves: tuple = (True, True),
                    init_beta: str = "random", init_labels=None, init_noise: float = 0.0,
                    engine: str = "auto", resume: MixtureSamples | None = None,
-                   block_size: int = 24):
+                   block_size: int = 24, join: bool = True):
     """Run ``n_chains`` chains of Walder's sampler (fully JIT-compiled, vmapped over chains).
 
     A model whose leaves carry a leading axis (``stack_models``) is vmapped over it too
@@ -386,7 +386,8 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
     ``resume``: a previous record of the same model; its chains continue from their last
     state for ``n_iterations`` more (no burn-in; ``key``, ``n_chains``, ``init_*`` unused;
     ``thin`` must match) and the records are joined: a run of N iterations resumed for M
-    draws exactly what one run of N + M would.
+    draws exactly what one run of N + M would; ``join=False`` returns the new iterations'
+    record only (its ``class_probs`` average them alone).
     Returns :class:`MixtureSamples`.
     """
     if resume is not None:
@@ -422,7 +423,7 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
                           start=jnp.asarray(start, jnp.int32), block_size=int(block_size))
     n_run = (int(n_iterations) // int(thin)) * int(thin)
     samples = samples._replace(n_steps=start + int(burn_in) + n_run, thin=int(thin))
-    return samples if resume is None else _joined(resume, samples, n_run)
+    return samples if resume is None or not join else _joined(resume, samples, n_run)
 
 
 def stack_models(models, width: int | None = None):
