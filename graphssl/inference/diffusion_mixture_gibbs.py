@@ -66,7 +66,8 @@ def _inverse_cdf(weights, u):
 
     XLA's cumsum on CPU costs O(n^2) (reduce-window), so long vectors are cut into about
     sqrt(n) blocks: prefix sums of the block totals and of the chosen block are small
-    lower-triangular mat-vecs (O(n) in all)."""
+    lower-triangular mat-vecs (O(n) in all), at full float precision (a GPU's default TF32
+    would round the weights to 10 bits)."""
     n = weights.shape[0]
     if n <= 16:
         cum = jnp.cumsum(weights)
@@ -76,12 +77,13 @@ def _inverse_cdf(weights, u):
     blocks = jnp.pad(weights, (0, n_blocks * width - n)).reshape(n_blocks, width)
     tri_b = jnp.tril(jnp.ones((n_blocks, n_blocks), weights.dtype))
     tri_w = jnp.tril(jnp.ones((width, width), weights.dtype))
-    cum_blocks = tri_b @ jnp.sum(blocks, axis=1)
+    exact = lax.Precision.HIGHEST
+    cum_blocks = jnp.matmul(tri_b, jnp.sum(blocks, axis=1), precision=exact)
     target = u * cum_blocks[-1]
     b = jnp.minimum(jnp.sum(cum_blocks <= target), n_blocks - 1)
     before = jnp.where(b > 0, cum_blocks[jnp.maximum(b - 1, 0)], 0.0)
     row = blocks[b]
-    cum_row = tri_w @ row
+    cum_row = jnp.matmul(tri_w, row, precision=exact)
     j = jnp.sum(cum_row <= target - before)
     # float rounding can step past the block's last positive weight: clamp onto it
     last = jnp.max(jnp.where(row > 0, jnp.arange(width), 0))

@@ -274,8 +274,11 @@ def _prefix_count(mask):
     n_blocks = -(-n // width)
     blocks = jnp.pad(mask.astype(jnp.float32), (0, n_blocks * width - n))
     blocks = blocks.reshape(n_blocks, width)
-    within = blocks @ jnp.triu(jnp.ones((width, width), jnp.float32))
-    before = jnp.tril(jnp.ones((n_blocks, n_blocks), jnp.float32), -1) @ blocks.sum(axis=1)
+    exact = lax.Precision.HIGHEST  # not a GPU's TF32
+    within = jnp.matmul(blocks, jnp.triu(jnp.ones((width, width), jnp.float32)),
+                        precision=exact)
+    before = jnp.matmul(jnp.tril(jnp.ones((n_blocks, n_blocks), jnp.float32), -1),
+                        blocks.sum(axis=1), precision=exact)
     return (within + before[:, None]).reshape(-1)[:n].astype(jnp.int32)
 
 
