@@ -96,6 +96,19 @@ def window(chunks: list[MixtureSamples]) -> MixtureSamples:
     return record
 
 
+def _progress_bar(progress: bool, total: int, target_rhat: float):
+    """A tqdm bar over iterations (tqdm is imported only when one is asked for: in a kernel
+    without widgets its import alone warns)."""
+    if not progress:
+        class _Silent:
+            update = set_postfix = close = staticmethod(lambda *a, **k: None)
+
+        return _Silent()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="it", desc=f"until R-hat <= {target_rhat:.3g}")
+
+
 def sample_until_converged(model, key=None, *, target_rhat: float = 1.01,
                            check_every: int = 2000, max_iterations: int = 50_000,
                            resume: MixtureSamples | None = None, pairs=None,
@@ -146,11 +159,8 @@ def sample_until_converged(model, key=None, *, target_rhat: float = 1.01,
     if pairs is None:
         pairs = np.random.default_rng(seed).integers(0, model.n_nodes, size=(n_pairs, 2))
         pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    from tqdm.auto import tqdm
-
     n_chunks = int(max_iterations) // int(check_every)
-    bar = tqdm(total=n_chunks * int(check_every), disable=not progress, unit="it",
-               desc=f"until R-hat <= {target_rhat:.3g}")
+    bar = _progress_bar(progress, n_chunks * int(check_every), target_rhat)
     chunks, checks, previous = [], [], resume
     start = time.perf_counter()
     for _ in range(n_chunks):
