@@ -253,14 +253,15 @@ class _Slots(NamedTuple):
 
 def _member_slots(members, max_members: int):
     """The first ``max_members`` nodes of the mask ``members`` (in node order): ``index``
-    int[max_members] (padded with node 0), ``used`` bool[max_members] and ``count``, the size
-    of the whole mask (callers reject when it exceeds ``max_members``)."""
+    int[size] (padded with node 0), ``used`` bool[size] and ``count``, the size of the whole
+    mask (callers reject when it exceeds ``max_members``); size = min(max_members, n)."""
+    size = min(max_members, members.shape[0])
     rank = _prefix_count(members) - 1  # position of each member among the members
-    slot = jnp.where(members & (rank < max_members), rank, max_members)
-    index = jnp.zeros((max_members,), jnp.int32).at[slot].set(
+    slot = jnp.where(members & (rank < size), rank, size)
+    index = jnp.zeros((size,), jnp.int32).at[slot].set(
         jnp.arange(members.shape[0], dtype=jnp.int32), mode="drop")
     count = jnp.sum(members)
-    used = jnp.arange(max_members) < count
+    used = jnp.arange(size) < count
     return _Slots(jnp.where(used, index, 0), used, count)
 
 
