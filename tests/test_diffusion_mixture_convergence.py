@@ -89,6 +89,16 @@ def test_a_run_that_does_not_converge_says_so():
     assert np.asarray(s.energy).shape == (3, 2 * CHUNK)
 
 
+def test_new_chains_from_given_labels_run_on_past_the_first_chunk():
+    model = _model()
+    start = np.r_[np.zeros(8, int), np.ones(8, int)]
+    s, checks = dmc.sample_until_converged(model, jax.random.PRNGKey(5), target_rhat=1.000001,
+                                           check_every=CHUNK, max_iterations=2 * CHUNK,
+                                           progress=False, init_labels=start, init_noise=0.2,
+                                           init_beta="self", **KW)
+    assert len(checks) == 2 and s.n_steps == 5 + 2 * CHUNK
+
+
 def test_resume_counts_the_record_as_warm_up():
     model = _model()
     warm = _run(model, jax.random.PRNGKey(2), 1)

@@ -96,6 +96,10 @@ def window(chunks: list[MixtureSamples]) -> MixtureSamples:
     return record
 
 
+# what only starts new chains (sample_mixture refuses init_labels when it continues a record)
+_NEW_CHAINS_ONLY = ("n_chains", "burn_in", "init_beta", "init_labels", "init_noise")
+
+
 def _progress_bar(progress: bool, total: int, target_rhat: float):
     """A tqdm bar over iterations (tqdm is imported only when one is asked for: in a kernel
     without widgets its import alone warns)."""
@@ -130,7 +134,9 @@ def sample_until_converged(model, key=None, *, target_rhat: float = 1.01,
         every check.
       progress: a tqdm bar over iterations, showing the largest R-hat.
       **sample_kwargs: for :func:`sample_mixture` (``n_chains``, ``burn_in``, ``thin``,
-        ``moves``, ``init_labels``, ...); ``burn_in`` runs before the first chunk.
+        ``moves``, ``init_labels``, ...); ``burn_in`` runs before the first chunk, and
+        ``n_chains``, ``burn_in`` and ``init_*`` only start new chains (unused with
+        ``resume``).
 
     Returns ``(samples, checks)``: the record of the last half of the chunks (the window the
     last check looked at; its ``class_probs`` average that window only) and the list of
@@ -154,8 +160,7 @@ def sample_until_converged(model, key=None, *, target_rhat: float = 1.01,
                          f"got {max_iterations}")
     if key is None and resume is None:
         raise ValueError("key: give a PRNG key for new chains, or resume= a previous record")
-    if resume is not None:
-        sample_kwargs.pop("burn_in", None)
+    continued = {k: v for k, v in sample_kwargs.items() if k not in _NEW_CHAINS_ONLY}
     if pairs is None:
         pairs = np.random.default_rng(seed).integers(0, model.n_nodes, size=(n_pairs, 2))
         pairs = pairs[pairs[:, 0] != pairs[:, 1]]
@@ -165,7 +170,7 @@ def sample_until_converged(model, key=None, *, target_rhat: float = 1.01,
     start = time.perf_counter()
     for _ in range(n_chunks):
         chunk = sample_mixture(model, key, n_iterations=int(check_every), resume=previous,
-                               join=False, **sample_kwargs)
+                               join=False, **(sample_kwargs if previous is None else continued))
         chunks.append(chunk)
         previous = chunk
         record = window(chunks[len(chunks) // 2:])
