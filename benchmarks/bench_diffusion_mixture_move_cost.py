@@ -31,11 +31,10 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from bench_diffusion_mixture import RESULTS, Diffusions, load, parzen_scores
+from bench_diffusion_mixture import RESULTS, Diffusions, load, split_run
 
 from graphssl.inference import diffusion_mixture_moves as moves_module
 from graphssl.inference import diffusion_mixture_sampler as dms
-from graphssl.models.diffusion_mixture import DirichletDiffusionMixture
 
 SETTINGS = [(0, 0), (20, 0), (0, 1), (0, 0, 0, 4), (0, 0, 0, 0, 0, 0, 10),
             (20, 1, 0, 4, 0, 0, 10)]
@@ -90,14 +89,8 @@ def main():
     p.add_argument("--out", default=str(RESULTS / "bench_diffusion_mixture_move_cost.json"))
     args = p.parse_args()
     X, y, splits = load("digit1")
-    lab_idx = splits[10][0]
-    labels = np.full(y.size, -1)
-    labels[lab_idx] = y[lab_idx]
-    diff = Diffusions(X)
-    D = diff.pmfs(10, 5.0)
-    init = jnp.asarray(parzen_scores(D, labels, np.full(2, 0.5)).argmax(axis=1), jnp.int32)
-    model = DirichletDiffusionMixture.create(diff.graph(10), labels, 2, alpha=0.5, gamma=0.8,
-                                             diffusion=D)
+    model, parzen = split_run(Diffusions(X), y, splits[10][0], np.full(2, 0.5), 10, 5.0, 0.8)
+    init = jnp.asarray(parzen, jnp.int32)
     rows = []
     load_before = os.getloadavg()
     for moves in SETTINGS:

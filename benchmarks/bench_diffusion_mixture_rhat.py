@@ -42,11 +42,10 @@ import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
-from bench_diffusion_mixture import RESULTS, Diffusions, load, parzen_scores
+from bench_diffusion_mixture import RESULTS, Diffusions, load, split_run
 
 from graphssl import diagnostics
 from graphssl.inference import diffusion_mixture_sampler as dms
-from graphssl.models.diffusion_mixture import DirichletDiffusionMixture
 
 
 def _rhat_ess(x):
@@ -135,16 +134,9 @@ def main():
     p.add_argument("--out", default=str(RESULTS / "bench_diffusion_mixture_rhat.json"))
     args = p.parse_args()
     X, y, splits = load("digit1")
-    lab_idx = splits[10][0]
-    labels = np.full(y.size, -1)
-    labels[lab_idx] = y[lab_idx]
-    diff = Diffusions(X)
-    D = diff.pmfs(10, 5.0)
-    eta = np.full(2, 0.5)
-    parzen = parzen_scores(D, labels, eta).argmax(axis=1)
-    model = DirichletDiffusionMixture.create(diff.graph(10), labels, 2, alpha=0.5,
-                                             gamma=args.gamma, diffusion=D)
-    test = labels < 0
+    model, parzen = split_run(Diffusions(X), y, splits[10][0], np.full(2, 0.5), 10, 5.0,
+                              args.gamma)
+    test = ~np.asarray(model.observed)
     out = dict(device=str(jax.devices()[0]), settings=vars(args),
                parzen_accuracy=float(np.mean(parzen[test] == y[test])), runs=[])
     for moves in args.moves:
