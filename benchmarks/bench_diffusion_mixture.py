@@ -45,6 +45,7 @@ import numpy as np
 
 from graphssl.graph import knn_graph, laplacian
 from graphssl.inference import diffusion_mixture_sampler as dms
+from graphssl.inference.diffusion_mixture_selection import parzen_loo_error
 from graphssl.models.baselines import parzen_window
 from graphssl.models.diffusion_mixture import DirichletDiffusionMixture
 
@@ -111,34 +112,23 @@ class Diffusions:
         return K / K.sum(axis=0, keepdims=True)
 
 
-def parzen_scores(D, labels, eta, exclude_self=False):
+def parzen_scores(D, labels, eta):
     """Graph Parzen window ``eta_c / |L_c| sum_{l in L_c} D[i, l]`` (Walder Sec. 5)."""
     C = eta.size
     idx = np.flatnonzero(labels >= 0)
     onehot = np.eye(C)[labels[idx]]
-    S = D[:, idx] @ onehot
-    counts = onehot.sum(0)
-    if exclude_self:  # leave-one-out on the labelled rows
-        S[idx] -= D[idx, idx][:, None] * onehot
-        counts = counts[None, :] - onehot
-        counts = np.where(counts > 0, counts, np.inf)
-        S[idx] = S[idx] * eta / counts
-        return S
-    return S * eta / np.maximum(counts, 1)
+    return (D[:, idx] @ onehot) * eta / np.maximum(onehot.sum(0), 1)
 
 
 def loo_select(diff, y, lab_idx, eta):
-    """(k, tau) minimising the leave-one-out Parzen error on the labelled points."""
+    """(k, tau) minimising the leave-one-out Parzen error on the labelled points (ties: the
+    first grid point; :func:`graphssl.inference.diffusion_mixture_selection.parzen_loo_error`)."""
     labels = np.full(y.size, -1)
     labels[lab_idx] = y[lab_idx]
-    best = None
-    for k in K_GRID:
-        for tau in TAU_GRID:
-            S = parzen_scores(diff.pmfs(k, tau), labels, eta, exclude_self=True)[lab_idx]
-            err = float(np.mean(S.argmax(1) != y[lab_idx]))
-            if best is None or err < best[0] - 1e-12:
-                best = (err, k, tau)
-    return best[1], best[2], best[0]
+    errors = {(k, tau): parzen_loo_error(diff.pmfs(k, tau), labels, eta)
+              for k in K_GRID for tau in TAU_GRID}
+    (k, tau), err = min(errors.items(), key=lambda kv: kv[1])
+    return k, tau, err
 
 
 def split_run(diff, y, lab_idx, eta, k, tau, gamma):

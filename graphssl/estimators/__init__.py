@@ -15,6 +15,7 @@ _WHERE = {
     "PottsClassifier": "potts",
     "BoltzmannMRFClassifier": "boltzmann",
     "DiffusionMixtureClassifier": "diffusion_mixture",
+    "DiffusionMixtureGridClassifier": "diffusion_mixture",
     "HarmonicMixtureClassifier": "harmonic_mixture",
     "MincutClassifier": "mincut",
     "ID3Classifier": "id3",

@@ -16,7 +16,20 @@ from graphssl.inference.diffusion_mixture_sampler import (
 )
 from graphssl.models.diffusion_mixture import DirichletDiffusionMixture, parzen_scores
 
-__all__ = ["DiffusionMixtureClassifier"]
+__all__ = ["DiffusionMixtureClassifier", "DiffusionMixtureGridClassifier"]
+
+
+def _class_prior(class_prior, labels, n_classes):
+    """eta from the estimator option: None (uniform), "labelled" (smoothed labelled
+    frequencies) or C numbers."""
+    if class_prior is None:
+        return None
+    if isinstance(class_prior, str):
+        if class_prior != "labelled":
+            raise ValueError("class_prior: use None, 'labelled' or C proportions")
+        counts = np.bincount(labels[labels >= 0], minlength=n_classes) + 1.0
+        return counts / counts.sum()
+    return class_prior
 
 
 class DiffusionMixtureClassifier(GraphSSLClassifier):
@@ -86,14 +99,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         self.block_size = block_size
 
     def _eta(self, labels, n_classes):
-        if self.class_prior is None:
-            return None
-        if isinstance(self.class_prior, str):
-            if self.class_prior != "labelled":
-                raise ValueError("class_prior: use None, 'labelled' or C proportions")
-            counts = np.bincount(labels[labels >= 0], minlength=n_classes) + 1.0
-            return counts / counts.sum()
-        return self.class_prior
+        return _class_prior(self.class_prior, labels, n_classes)
 
     def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:
         if self.estimate not in ("mean", "map"):
@@ -182,3 +188,83 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         from graphssl.inference.diffusion_mixture_sampler import to_arviz
 
         return to_arviz(self.samples_, self.model_)
+
+
+class DiffusionMixtureGridClassifier(GraphSSLClassifier):
+    """Walder's mixture at every ``(k, tau)`` of a grid, combined (Sec. 5 with 100 labels).
+
+    The mixture runs at each setting of ``k_grid x tau_grid`` (one batched sampler call,
+    :func:`~graphssl.inference.diffusion_mixture_selection.fit_grid`; graphs as Walder's:
+    kNN with ``w = exp(-omega d^2)``) and the settings are combined by ``combine``:
+
+      ``"average"``: the posterior class marginals averaged with equal weights (an ensemble
+        over the grid);
+      ``"loo_average"``: weights proportional to the leave-one-out predictive of the labels
+        ``prod_i CPO_i`` (pseudo-Bayesian model averaging);
+      ``"parzen"``: the one setting of smallest leave-one-out Parzen error (Walder's choice);
+      ``"mixture"``: the one setting of smallest leave-one-out log loss of the mixture.
+
+    Other parameters: alpha, gamma, class_prior as :class:`DiffusionMixtureClassifier`;
+    n_chains, burn_in; n_checkpoints x every iterations after burn-in (the leave-one-out
+    predictive is read at each checkpoint); moves; random_state. ``k`` is the graph of the
+    inductive extension to new points only (``predict_proba(X_new)``). Needs features:
+    ``fit_graph`` is not available (each k builds its own graph).
+
+    Attributes after ``fit``: those of the base, plus ``grid_``
+    (:class:`~graphssl.inference.diffusion_mixture_selection.GridFit`), ``scores_`` (one
+    ``GridScore`` per setting), ``weights_`` (float[G], one-hot for a choice) and
+    ``chosen_`` (``(k, tau)`` of the largest weight).
+    """
+
+    def __init__(self, k=10, k_grid=(5, 10, 20), tau_grid=(1.0, 2.5, 5.0, 10.0, 20.0),
+                 combine="average", alpha=0.5, gamma=0.8, class_prior=None, n_chains=1,
+                 n_checkpoints=8, every=25, burn_in=100, moves=(1, 1, 0), random_state=0):
+        super().__init__(k=k, symmetrize="max", weight="gaussian", sigma="walder")
+        self.k_grid = k_grid
+        self.tau_grid = tau_grid
+        self.combine = combine
+        self.alpha = alpha
+        self.gamma = gamma
+        self.class_prior = class_prior
+        self.n_chains = n_chains
+        self.n_checkpoints = n_checkpoints
+        self.every = every
+        self.burn_in = burn_in
+        self.moves = moves
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Run the grid on the features ``X`` (``y``: -1 for unlabelled)."""
+        self._X_grid = X
+        try:
+            return super().fit(X, y)
+        finally:
+            del self._X_grid
+
+    def fit_graph(self, graph, y):
+        raise ValueError("graph: DiffusionMixtureGridClassifier builds one graph per k of "
+                         "k_grid from the features; call fit(X, y)")
+
+    def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:
+        from graphssl.inference.diffusion_mixture_selection import fit_grid
+
+        if self.combine not in ("average", "loo_average", "parzen", "mixture"):
+            raise ValueError(f"combine: got {self.combine!r}; use 'average', 'loo_average', "
+                             "'parzen' or 'mixture'")
+        self.grid_ = fit_grid(
+            self._X_grid, labels, k_grid=tuple(self.k_grid), tau_grid=tuple(self.tau_grid),
+            class_prior=_class_prior(self.class_prior, labels, n_classes), alpha=self.alpha,
+            gamma=self.gamma, key=jax.random.PRNGKey(int(self.random_state)),
+            n_chains=int(self.n_chains), n_checkpoints=int(self.n_checkpoints),
+            every=int(self.every), burn_in=int(self.burn_in), moves=tuple(self.moves))
+        self.scores_ = self.grid_.scores
+        if self.combine in ("average", "loo_average"):
+            self.weights_ = self.grid_.weights("uniform" if self.combine == "average" else "loo")
+        else:
+            field = "parzen_loo_error" if self.combine == "parzen" else "mixture_loo_log_loss"
+            best = min(range(len(self.scores_)), key=lambda g: getattr(self.scores_[g], field))
+            self.weights_ = np.eye(len(self.scores_))[best]
+        top = self.scores_[int(np.argmax(self.weights_))]
+        self.chosen_ = (top.k, top.tau)
+        dist = np.tensordot(self.weights_, self.grid_.class_probs, axes=1)
+        return dist / dist.sum(axis=1, keepdims=True)

@@ -61,6 +61,7 @@ __all__ = [
     "add_site",
     "move_block",
     "parzen_scores",
+    "held_out_class_log_probs",
 ]
 
 _MIN_PMF = 1e-30  # floor of D_tau entries: keeps log D finite (an impossible centre is ~e^-69)
@@ -410,6 +411,32 @@ def pair_log_conditional(model, removed: MixtureStats, i) -> jax.Array:
     a_m = model.alpha / model.n_nodes
     comp = jnp.log(removed.component_counts.astype(model.alpha.dtype) + a_m)
     return class_log_weights(model, removed, i)[:, None] + comp + model.log_diffusion[i][None]
+
+
+def held_out_class_log_probs(model, y, beta, nodes, stats: MixtureStats | None = None):
+    """Leave-one-out class predictive of Eq. (7): ``log p(y_i = c | y_-i, beta_-i)`` for each
+    node i in ``nodes`` (int[n]), float[n, C] normalised over c, with node i's own label
+    treated as unobserved and its centre beta_i summed out:
+
+        p(y_i = c | rest)  propto  exp(A_c) sum_l (c'_{c,l} + alpha/m) D_tau[i, l]
+
+    (``A_c`` = :func:`class_log_weights` without the observation clamp; primes = statistics
+    without node i). Averaged over posterior states it scores how well the model predicts a
+    labelled node from the others (the leave-one-out criterion of
+    :mod:`graphssl.inference.diffusion_mixture_selection`). O(m C) per node; the sums are
+    of positive terms only (no cancellation in float32).
+    """
+    stats = sufficient_statistics(model, y, beta) if stats is None else stats
+    released = model.replace(observed=jnp.zeros_like(model.observed))
+    a_m = model.alpha / model.n_nodes
+
+    def one(i):
+        removed = remove_site(model, stats, i, y[i], beta[i])
+        comp = removed.component_counts.astype(model.alpha.dtype) + a_m
+        mass = jnp.matmul(comp, model.diffusion_scaled[i], precision=jax.lax.Precision.HIGHEST)
+        return jax.nn.log_softmax(class_log_weights(released, removed, i) + jnp.log(mass))
+
+    return jax.vmap(one)(jnp.asarray(nodes, jnp.int32))
 
 
 def parzen_scores(model: DirichletDiffusionMixture) -> jax.Array:

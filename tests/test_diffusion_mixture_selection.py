@@ -1,0 +1,177 @@
+"""Leave-one-out selection of (k, tau) for Walder's mixture.
+
+On the 5-node graph of ``test_diffusion_mixture`` (2 labelled nodes) everything is enumerated:
+the held-out predictive is checked against differences of the full joint, and the CPO
+identity ``p(y_i | y_L without i) = 1 / E[1 / p(y_i | y_-i, beta_-i)]`` (expectation under the
+posterior given all labels) against the posterior of the model without i's label. The
+sampled CPO is then compared with the exact one within a Monte-Carlo tolerance.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from graphssl.data import two_moons
+from graphssl.graph import knn_graph
+from graphssl.inference import diffusion_mixture_selection as sel
+from graphssl.models import diffusion_mixture as dm
+from graphssl.models.baselines import parzen_window
+from tests.test_diffusion_mixture import _LOG_JOINT, C, M, _enumerate, _model, _tiny_graph
+
+LABELLED = (0, 4)
+
+
+def _unlabel(model, i):
+    """The same model with node i's label removed."""
+    return model.replace(observed=model.observed.at[i].set(False))
+
+
+def test_held_out_predictive_is_eq7_of_the_joint_summed_over_beta():
+    model = _model()
+    y = jnp.array([0, 1, 0, 1, 1], jnp.int32)
+    beta = jnp.array([0, 0, 3, 3, 4], jnp.int32)
+    got = np.asarray(dm.held_out_class_log_probs(model, y, beta, jnp.array(LABELLED)))
+    for row, i in enumerate(LABELLED):
+        ys = np.tile(np.asarray(y), (C * M, 1))
+        bs = np.tile(np.asarray(beta), (C * M, 1))
+        ys[:, i] = np.repeat(np.arange(C), M)
+        bs[:, i] = np.tile(np.arange(M), C)
+        full = np.asarray(_LOG_JOINT(model, jnp.asarray(ys), jnp.asarray(bs))).reshape(C, M)
+        exact = logsumexp(full, axis=1)
+        np.testing.assert_allclose(got[row], exact - logsumexp(exact), atol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def exact_cpo():
+    """log p(y_i | the other label) for i in LABELLED, by enumeration of the model without
+    i's label, and the same through the CPO identity over the full posterior."""
+    model = _model()
+    ys, bs, p = _enumerate(model)
+    held = np.asarray(jax.jit(jax.vmap(dm.held_out_class_log_probs, in_axes=(None, 0, 0, None)))(
+        model, jnp.asarray(ys), jnp.asarray(bs), jnp.array(LABELLED)))
+    labels = np.asarray(model.labels)[list(LABELLED)]
+    p_true = np.exp(held[:, np.arange(len(LABELLED)), labels])  # [states, L]
+    via_identity = -np.log(p @ (1.0 / p_true))
+    direct = []
+    for i in LABELLED:
+        ys_i, _, p_i = _enumerate(_unlabel(model, i))
+        direct.append(np.log(np.sum(p_i[ys_i[:, i] == labels[list(LABELLED).index(i)]])))
+    return model, np.array(direct), via_identity
+
+
+def test_cpo_identity_gives_the_leave_one_out_predictive(exact_cpo):
+    _, direct, via_identity = exact_cpo
+    np.testing.assert_allclose(via_identity, direct, atol=1e-10)
+
+
+def test_sampled_cpo_matches_enumeration(exact_cpo):
+    """8 chains x 400 states, 25 iterations apart: log CPO within 0.05 of the exact value
+    (its Monte-Carlo standard error here is about 0.01)."""
+    model, direct, _ = exact_cpo
+    _, loo = sel.mixture_leave_one_out(model, jax.random.PRNGKey(3), n_checkpoints=400,
+                                       every=5, burn_in=50, n_chains=8)
+    assert loo.log_probs.shape == (8 * 400, len(LABELLED), C)
+    np.testing.assert_array_equal(loo.nodes, LABELLED)
+    np.testing.assert_allclose(loo.log_cpo(), direct, atol=0.05)
+    np.testing.assert_allclose(loo.log_loss(), -direct.mean(), atol=0.05)
+    assert 0.0 <= float(loo.error()) <= 1.0
+
+
+def test_parzen_loo_error_matches_refitting_without_each_label():
+    data = two_moons(60, noise=0.15, seed=0)
+    labels = np.full(60, -1)
+    idx = np.r_[np.flatnonzero(data.y == 0)[:4], np.flatnonzero(data.y == 1)[:4]]
+    labels[idx] = data.y[idx]
+    graph = knn_graph(data.X, 6, sigma="walder")
+    D = dm.diffusion_pmfs(graph, 2.0)
+    wrong = 0
+    for i in idx:
+        held = labels.copy()
+        held[i] = -1
+        probs = parzen_window(graph, held, tau=2.0, n_classes=2, method="dense")
+        wrong += int(probs[i].argmax() != labels[i])
+    assert sel.parzen_loo_error(D, labels) == pytest.approx(wrong / idx.size)
+
+
+@pytest.fixture(scope="module")
+def moons():
+    """80 two-moons points with 5 labels per class: ``(data, labels)``."""
+    data = two_moons(80, noise=0.12, seed=1)
+    labels = np.full(80, -1)
+    rng = np.random.default_rng(0)
+    for c in (0, 1):
+        labels[rng.choice(np.flatnonzero(data.y == c), 5, replace=False)] = c
+    return data, labels
+
+
+def test_select_k_tau_by_parzen_and_by_the_mixture(moons):
+    data, labels = moons
+    grid = dict(k_grid=(5, 10), tau_grid=(1.0, 5.0))
+    best, scores = sel.select_k_tau(data.X, labels, **grid)
+    assert len(scores) == 4 and best in {(s.k, s.tau) for s in scores}
+    assert min(s.parzen_loo_error for s in scores) == next(
+        s.parzen_loo_error for s in scores if (s.k, s.tau) == best)
+    small = dict(gamma=0.8, n_checkpoints=3, every=5, burn_in=10)
+    fit = sel.fit_grid(data.X, labels, **grid, **small)
+    assert fit.class_probs.shape == (4, 80, 2) and fit.loo.log_probs.shape[:2] == (4, 3)
+    losses = [s.mixture_loo_log_loss for s in fit.scores]
+    assert np.all(np.isfinite(losses))
+    assert [s.parzen_loo_error for s in fit.scores] == [s.parzen_loo_error for s in scores]
+    best_m, scores_m = sel.select_k_tau(data.X, labels, criterion="mixture", **grid, **small)
+    assert best_m == (fit.best().k, fit.best().tau) == (
+        scores_m[int(np.argmin(losses))].k, scores_m[int(np.argmin(losses))].tau)
+    np.testing.assert_allclose(fit.weights(), 0.25)
+    w = fit.weights("loo")
+    total = fit.loo.log_cpo().sum(axis=-1)
+    np.testing.assert_allclose(np.log(w) - np.log(w[0]), total - total[0], atol=1e-8)
+    avg = fit.average("loo")
+    np.testing.assert_allclose(avg, np.tensordot(w, fit.class_probs, axes=1))
+    np.testing.assert_allclose(avg.sum(axis=1), 1.0, atol=1e-6)
+    test = labels < 0
+    assert np.mean(fit.average().argmax(1)[test] == data.y[test]) > 0.8
+
+
+def test_selection_bad_input_raises():
+    data = two_moons(30, seed=0)
+    labels = np.full(30, -1)
+    labels[:2] = [0, 1]
+    with pytest.raises(ValueError, match="criterion"):
+        sel.select_k_tau(data.X, labels, criterion="cv")
+    with pytest.raises(TypeError, match="criterion='mixture'"):
+        sel.select_k_tau(data.X, labels, gamma=0.8)
+    with pytest.raises(ValueError, match="k_grid"):
+        sel.select_k_tau(data.X, labels, k_grid=(30,), tau_grid=(1.0,))
+    with pytest.raises(ValueError, match="weighting"):
+        sel.GridFit([sel.GridScore(5, 1.0, 0.0)], np.ones((1, 2, 2)), None).weights("bma")
+    with pytest.raises(ValueError, match="n_checkpoints"):
+        sel.mixture_leave_one_out(_model(), jax.random.PRNGKey(0), n_checkpoints=0)
+    unlabelled = dm.DirichletDiffusionMixture.create(_tiny_graph(), np.full(M, -1), C)
+    with pytest.raises(ValueError, match="no labelled node"):
+        sel.mixture_leave_one_out(unlabelled, jax.random.PRNGKey(0))
+
+
+def test_grid_classifier_combines_the_grid_fit(moons):
+    from graphssl.estimators import DiffusionMixtureGridClassifier
+
+    data, labels = moons
+    y = np.where(labels >= 0, labels * 5 + 2, -1)  # classes 2 and 7
+    small = dict(k_grid=(5, 10), tau_grid=(1.0, 5.0), n_checkpoints=3, every=5, burn_in=10)
+    clf = DiffusionMixtureGridClassifier(k=6, **small).fit(data.X, y)
+    np.testing.assert_array_equal(clf.classes_, [2, 7])
+    fit = sel.fit_grid(data.X, labels, gamma=0.8, key=jax.random.PRNGKey(0),
+                       **{k: v for k, v in small.items()})
+    np.testing.assert_allclose(clf.label_distributions_, fit.average(), atol=1e-6)
+    np.testing.assert_allclose(clf.weights_, 0.25)
+    test = y < 0
+    assert np.mean(clf.transduction_[test] == data.y[test] * 5 + 2) > 0.8
+    assert clf.predict(data.X[:3] + 1e-3).shape == (3,)
+    chosen = DiffusionMixtureGridClassifier(combine="parzen", **small).fit(data.X, y)
+    g = int(np.argmax(chosen.weights_))
+    assert chosen.chosen_ == (fit.scores[g].k, fit.scores[g].tau)
+    np.testing.assert_allclose(chosen.label_distributions_, fit.class_probs[g], atol=1e-6)
+    with pytest.raises(ValueError, match="combine"):
+        DiffusionMixtureGridClassifier(combine="vote", **small).fit(data.X, y)
+    with pytest.raises(ValueError, match="fit\\(X, y\\)"):
+        DiffusionMixtureGridClassifier().fit_graph(knn_graph(data.X, 5), y)
