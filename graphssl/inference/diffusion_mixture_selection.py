@@ -15,7 +15,19 @@ run per setting gives every labelled node's leave-one-out predictive, no refit. 
 ``p(y_i | y_-i, beta_-i)`` is Eq. (7) summed over beta_i
 (:func:`graphssl.models.diffusion_mixture.held_out_class_log_probs`), evaluated at states
 recorded every ``every`` iterations. The criterion is the leave-one-out log loss
-``-mean_i log CPO_i`` (continuous, so it breaks the ties of the 0-1 error).
+``-mean_i log CPO_i`` (continuous, so it breaks the ties of the 0-1 error). The identity is
+exact (tested against enumeration), but its harmonic-mean estimate from a few hundred
+iterations is optimistic where the chain rarely visits states that predict ``y_i`` badly;
+on the SSL-book sets it prefers the smallest ``tau`` (sharp components), which is not where
+the mixture classifies the unlabelled points best.
+
+:func:`fit_grid` runs the mixture at every setting of the grid in one batched call; its
+:class:`GridFit` chooses a setting or averages the settings' posterior class marginals
+(``average()``: equal weights, an ensemble over the grid; ``average("loo")``: weights
+``prod_i CPO_i``, pseudo-Bayesian model averaging). Measured with 100 labels, 12 splits,
+gamma 0.8 (``benchmarks/bench_diffusion_mixture_selection.py``; test accuracy, Digit1 / Text):
+Parzen choice 0.968 / 0.754, mixture-LOO choice 0.970 / 0.724, equal-weight average
+0.983 / 0.775, against GraphLearning Poisson 0.981 / 0.760 in the same run.
 """
 
 from __future__ import annotations
@@ -68,7 +80,8 @@ class LeaveOneOut(NamedTuple):
 
     def error(self) -> np.ndarray:
         """0-1 error of the averaged held-out class probabilities, float[...]. Optimistic:
-        the other nodes' states were drawn knowing y_i; :meth:`log_loss` corrects that."""
+        the other nodes' states were drawn knowing y_i (the CPO of :meth:`log_loss`
+        corrects for that, exactly in the limit of many draws)."""
         mean = np.exp(self.log_probs).mean(axis=-3)
         return (mean.argmax(axis=-1) != self.labels).mean(axis=-1)
 
