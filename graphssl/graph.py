@@ -44,6 +44,7 @@ __all__ = [
     "row_normalize",
     "laplacian",
     "heat_kernel",
+    "laplacian_eigh",
     "connected_components",
     "propagate",
 ]
@@ -402,21 +403,29 @@ def laplacian(graph: Graph, kind: str = "combinatorial") -> sp.csr_matrix:
     )
 
 
-def heat_kernel(graph: Graph, tau: float, kind: str = "symmetric") -> np.ndarray:
-    """Dense heat kernel ``K_tau = exp(-tau L / 2)`` by eigendecomposition (Walder Sec. 2.4).
-
-    For n up to a few thousand (O(n^2) memory, O(n^3) time). ``kind`` picks the Laplacian
-    (Walder uses the normalised one).
-    """
+def laplacian_eigh(graph: Graph, kind: str = "symmetric") -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues and eigenvectors ``(w float[n], V float[n, n])`` of the dense Laplacian of
+    ``kind`` (a directed graph is symmetrised by the mean first), so that
+    ``f(L) = V diag(f(w)) V^T``: one O(n^3) decomposition serves every diffusion time."""
     if graph.n_nodes > 10_000:
         raise ValueError(
             f"graph: the dense heat kernel of n={graph.n_nodes} nodes needs n^2 memory; "
             "use n <= 10000"
         )
+    L = laplacian(symmetrize(graph, "mean") if not graph.is_symmetric() else graph, kind)
+    return np.linalg.eigh(L.toarray())
+
+
+def heat_kernel(graph: Graph, tau: float, kind: str = "symmetric", eigh=None) -> np.ndarray:
+    """Dense heat kernel ``K_tau = exp(-tau L / 2)`` by eigendecomposition (Walder Sec. 2.4).
+
+    For n up to a few thousand (O(n^2) memory, O(n^3) time). ``kind`` picks the Laplacian
+    (Walder uses the normalised one); ``eigh`` = :func:`laplacian_eigh` of the graph, when
+    several ``tau`` share it.
+    """
     if not tau >= 0:
         raise ValueError(f"tau: the diffusion time must be non-negative, got {tau}")
-    L = laplacian(symmetrize(graph, "mean") if not graph.is_symmetric() else graph, kind)
-    eigenvalues, eigenvectors = np.linalg.eigh(L.toarray())
+    eigenvalues, eigenvectors = laplacian_eigh(graph, kind) if eigh is None else eigh
     return (eigenvectors * np.exp(-0.5 * tau * eigenvalues)) @ eigenvectors.T
 
 

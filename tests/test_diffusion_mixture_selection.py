@@ -175,3 +175,20 @@ def test_grid_classifier_combines_the_grid_fit(moons):
         DiffusionMixtureGridClassifier(combine="vote", **small).fit(data.X, y)
     with pytest.raises(ValueError, match="fit\\(X, y\\)"):
         DiffusionMixtureGridClassifier().fit_graph(knn_graph(data.X, 5), y)
+
+
+@pytest.mark.parametrize("kind", ["symmetric", "walder"])
+def test_diffusion_pmfs_for_taus_match_the_matrix_exponential(kind):
+    """One eigendecomposition for every tau = scipy's expm(-tau L / 2), columns normalised."""
+    from scipy.linalg import expm
+
+    graph = knn_graph(two_moons(60, seed=2).X, 6, sigma="walder")
+    S = dm._symmetric_normalized_weights(graph)
+    diag = np.eye(60) if kind == "symmetric" else np.diag(S.sum(axis=1))
+    taus = (0.0, 1.0, 5.0)
+    for tau, D in zip(taus, dm.diffusion_pmfs_for_taus(graph, taus, kind), strict=True):
+        K = expm(-0.5 * tau * (diag - S))
+        np.testing.assert_allclose(D, K / K.sum(axis=0), atol=1e-12)
+        np.testing.assert_allclose(dm.diffusion_pmfs(graph, tau, kind), D, atol=1e-15)
+    with pytest.raises(ValueError, match="tau"):
+        dm.diffusion_pmfs_for_taus(graph, (1.0, -1.0))

@@ -47,7 +47,7 @@ from graphssl.inference.diffusion_mixture_sampler import (
 )
 from graphssl.models.diffusion_mixture import (
     DirichletDiffusionMixture,
-    diffusion_pmfs,
+    diffusion_pmfs_for_taus,
     held_out_class_log_probs,
     parzen_scores,
 )
@@ -219,8 +219,7 @@ def _grid_models(X, labels, k_grid, tau_grid, class_prior, alpha, gamma, dtype, 
     for k in k_grid:
         graph = knn_graph(X, check_k(k, X.shape[0], name="k_grid"), sigma="walder",
                           on_duplicates="ignore")
-        for tau in tau_grid:
-            D = diffusion_pmfs(graph, float(tau))
+        for tau, D in zip(tau_grid, diffusion_pmfs_for_taus(graph, tau_grid), strict=True):
             scores.append(GridScore(int(k), float(tau), parzen_loo_error(D, labels, eta)))
             if build:
                 model = DirichletDiffusionMixture.create(

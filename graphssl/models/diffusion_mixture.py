@@ -44,13 +44,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-from graphssl.graph import Graph, heat_kernel
+from graphssl.graph import Graph, heat_kernel, laplacian_eigh
 
 __all__ = [
     "DirichletDiffusionMixture",
     "MixtureStats",
     "MixtureTerms",
     "diffusion_pmfs",
+    "diffusion_pmfs_for_taus",
     "normalized_laplacian_table",
     "sufficient_statistics",
     "log_joint_terms",
@@ -94,17 +95,27 @@ def diffusion_pmfs(graph: Graph, tau: float, laplacian_kind: str = "symmetric") 
     is the p.m.f. of ``xi`` for a component centred on vertex l (Eq. 3). Entries are floored
     at 1e-30 before normalising so that ``log D`` stays finite.
     """
-    if not np.isfinite(tau) or tau < 0:
-        raise ValueError(f"tau: the diffusion time must be a non-negative number, got {tau}")
+    return diffusion_pmfs_for_taus(graph, [tau], laplacian_kind)[0]
+
+
+def diffusion_pmfs_for_taus(graph: Graph, taus, laplacian_kind: str = "symmetric") -> list:
+    """:func:`diffusion_pmfs` for each diffusion time of ``taus`` (a grid search), from one
+    eigendecomposition of the Laplacian: a list of float64[m, m]."""
+    taus = [float(t) for t in taus]
+    for tau in taus:
+        if not np.isfinite(tau) or tau < 0:
+            raise ValueError(f"tau: the diffusion time must be a non-negative number, got {tau}")
     if laplacian_kind == "symmetric":
-        K = heat_kernel(graph, tau, kind="symmetric")
+        eigh = laplacian_eigh(graph, "symmetric")
     else:
         S = _symmetric_normalized_weights(graph)
-        L = np.diag(_laplacian_diagonal(S, laplacian_kind)) - S
-        eigenvalues, eigenvectors = np.linalg.eigh(L)
-        K = (eigenvectors * np.exp(-0.5 * tau * eigenvalues)) @ eigenvectors.T
-    K = np.maximum(0.5 * (K + K.T), _MIN_PMF)
-    return K / K.sum(axis=0, keepdims=True)
+        eigh = np.linalg.eigh(np.diag(_laplacian_diagonal(S, laplacian_kind)) - S)
+    pmfs = []
+    for tau in taus:
+        K = heat_kernel(graph, tau, eigh=eigh)
+        K = np.maximum(0.5 * (K + K.T), _MIN_PMF)
+        pmfs.append(K / K.sum(axis=0, keepdims=True))
+    return pmfs
 
 
 def normalized_laplacian_table(graph: Graph, laplacian_kind: str = "symmetric"):
