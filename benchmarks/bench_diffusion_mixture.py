@@ -43,7 +43,7 @@ import warnings
 import jax
 import numpy as np
 
-from graphssl.graph import knn_graph, laplacian
+from graphssl.graph import knn_graph, laplacian_eigh
 from graphssl.inference import diffusion_mixture_sampler as dms
 from graphssl.inference.diffusion_mixture_selection import parzen_loo_error
 from graphssl.models.baselines import parzen_window
@@ -105,8 +105,7 @@ class Diffusions:
 
     def pmfs(self, k, tau):
         if k not in self._eig:
-            L = laplacian(self.graph(k), "symmetric").toarray()
-            self._eig[k] = np.linalg.eigh(L)
+            self._eig[k] = laplacian_eigh(self.graph(k), "symmetric")
         w, V = self._eig[k]
         K = np.maximum((V * np.exp(-0.5 * tau * w)) @ V.T, 1e-30)
         return K / K.sum(axis=0, keepdims=True)
