@@ -48,8 +48,7 @@ def readings(fit, y, lab_idx) -> dict:
     """Test accuracy of each reading of one split's grid fit."""
     acc = [accuracy(p.argmax(1), y, lab_idx) for p in fit.class_probs]
     grid = [(s.k, s.tau) for s in fit.scores]
-    parzen = min(range(len(grid)), key=lambda g: fit.scores[g].parzen_loo_error)
-    mixture = min(range(len(grid)), key=lambda g: fit.scores[g].mixture_loo_log_loss)
+    parzen, mixture = fit.choose("parzen"), fit.choose("mixture")
     return {
         "parzen LOO": acc[parzen],
         "mixture LOO": acc[mixture],

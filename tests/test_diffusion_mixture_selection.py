@@ -122,6 +122,7 @@ def test_select_k_tau_by_parzen_and_by_the_mixture(moons):
     best_m, scores_m = sel.select_k_tau(data.X, labels, criterion="mixture", **grid, **small)
     assert best_m == (fit.best().k, fit.best().tau) == (
         scores_m[int(np.argmin(losses))].k, scores_m[int(np.argmin(losses))].tau)
+    assert fit.choose("parzen") == [(s.k, s.tau) for s in scores].index(best)
     np.testing.assert_allclose(fit.weights(), 0.25)
     w = fit.weights("loo")
     total = fit.loo.log_cpo().sum(axis=-1)
@@ -143,6 +144,8 @@ def test_selection_bad_input_raises():
         sel.select_k_tau(data.X, labels, gamma=0.8)
     with pytest.raises(ValueError, match="k_grid"):
         sel.select_k_tau(data.X, labels, k_grid=(30,), tau_grid=(1.0,))
+    with pytest.raises(ValueError, match="criterion"):
+        sel.GridFit([sel.GridScore(5, 1.0, 0.0)], np.ones((1, 2, 2)), None).choose("cv")
     with pytest.raises(ValueError, match="weighting"):
         sel.GridFit([sel.GridScore(5, 1.0, 0.0)], np.ones((1, 2, 2)), None).weights("bma")
     with pytest.raises(ValueError, match="n_checkpoints"):

@@ -261,9 +261,7 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
         if self.combine in ("average", "loo_average"):
             self.weights_ = self.grid_.weights("uniform" if self.combine == "average" else "loo")
         else:
-            field = "parzen_loo_error" if self.combine == "parzen" else "mixture_loo_log_loss"
-            best = min(range(len(self.scores_)), key=lambda g: getattr(self.scores_[g], field))
-            self.weights_ = np.eye(len(self.scores_))[best]
+            self.weights_ = np.eye(len(self.scores_))[self.grid_.choose(self.combine)]
         top = self.scores_[int(np.argmax(self.weights_))]
         self.chosen_ = (top.k, top.tau)
         dist = np.tensordot(self.weights_, self.grid_.class_probs, axes=1)

@@ -202,9 +202,19 @@ class GridFit(NamedTuple):
         """Class marginals averaged over the settings, float[m, C] (:meth:`weights`)."""
         return np.tensordot(self.weights(weighting), self.class_probs, axes=1)
 
+    def choose(self, criterion: str = "mixture") -> int:
+        """Index of the setting chosen by ``criterion``: ``"mixture"`` (smallest leave-one-out
+        log loss of the mixture) or ``"parzen"`` (Walder's Parzen leave-one-out error); ties
+        go to the first setting."""
+        fields = {"mixture": "mixture_loo_log_loss", "parzen": "parzen_loo_error"}
+        if criterion not in fields:
+            raise ValueError(f"criterion: use 'mixture' or 'parzen', got {criterion!r}")
+        values = [getattr(score, fields[criterion]) for score in self.scores]
+        return int(np.argmin(values))
+
     def best(self) -> GridScore:
-        """The setting of smallest leave-one-out log loss (ties: the first)."""
-        return min(self.scores, key=lambda s: s.mixture_loo_log_loss)
+        """The setting of smallest leave-one-out log loss of the mixture (ties: the first)."""
+        return self.scores[self.choose("mixture")]
 
 
 def _grid_models(X, labels, k_grid, tau_grid, class_prior, alpha, gamma, dtype, build):
