@@ -63,8 +63,8 @@ jax.config.update("jax_enable_x64", True)
 
 from graphssl.data import load_dataset, random_splits  # noqa: E402
 from graphssl.graph import knn_graph, knn_search  # noqa: E402
-from graphssl.models.baselines import harmonic_function, lgc  # noqa: E402
-from graphssl.models.baselines.end_to_end import harmonic_function_from_features  # noqa: E402
+from graphssl.inference.optimize.baselines import harmonic_function, lgc  # noqa: E402
+from graphssl.inference.optimize.baselines.end_to_end import harmonic_function_from_features  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 print = functools.partial(print, flush=True)  # noqa: A001 - progress when piped to a log

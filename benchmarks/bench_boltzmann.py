@@ -2,7 +2,7 @@
 
 1. One exact-enumeration gradient step on the 16-point double arcs (extended model, 2 noisy
    labels: 2 x 2^16 configurations). The paper: 6 s per hill-climbing step at 1 GHz. Peer in the
-   same run: autodiff through the generic enumerator ``graphssl.inference.enumeration``.
+   same run: autodiff through the generic enumerator ``graphssl.inference.exact.enumeration``.
 2. Swendsen-Wang-based learning of sigma (basic model, kNN pairs, exponential prior of Eq. 83)
    on two moons, n = 1000, 10 labels, to convergence: time per gradient step, iterations,
    accuracy of the posterior-mean labels (peer: scikit-learn LabelSpreading on the same split).
@@ -36,8 +36,8 @@ def _median_time(fn, repeats):
 
 def bench_enumeration(repeats: int) -> dict:
     from graphssl import data
-    from graphssl.inference import boltzmann_learning as bl
-    from graphssl.inference.enumeration import exact_log_partition
+    from graphssl.inference.boltzmann import learning as bl
+    from graphssl.inference.exact.enumeration import exact_log_partition
     from graphssl.models.boltzmann import ExtendedParams, pair_geometry
 
     X = data.double_arcs().X
@@ -87,7 +87,7 @@ def bench_swendsen_wang(
     from sklearn.semi_supervised import LabelSpreading
 
     from graphssl import data
-    from graphssl.inference import boltzmann_learning as bl
+    from graphssl.inference.boltzmann import learning as bl
     from graphssl.models.boltzmann import pair_geometry
 
     ds = data.two_moons(n, seed=0)

@@ -44,9 +44,9 @@ import jax
 import numpy as np
 
 from graphssl.graph import knn_graph, laplacian_eigh
-from graphssl.inference import diffusion_mixture_sampler as dms
-from graphssl.inference.diffusion_mixture_selection import parzen_loo_error
-from graphssl.models.baselines import parzen_window
+from graphssl.inference.diffusion_mixture import sampler as dms
+from graphssl.inference.diffusion_mixture.selection import parzen_loo_error
+from graphssl.inference.optimize.baselines import parzen_window
 from graphssl.models.diffusion_mixture import DirichletDiffusionMixture
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
@@ -121,7 +121,7 @@ def parzen_scores(D, labels, eta):
 
 def loo_select(diff, y, lab_idx, eta):
     """(k, tau) minimising the leave-one-out Parzen error on the labelled points (ties: the
-    first grid point; :func:`graphssl.inference.diffusion_mixture_selection.parzen_loo_error`)."""
+    first grid point; :func:`graphssl.inference.diffusion_mixture.selection.parzen_loo_error`)."""
     labels = np.full(y.size, -1)
     labels[lab_idx] = y[lab_idx]
     errors = {(k, tau): parzen_loo_error(diff.pmfs(k, tau), labels, eta)

@@ -39,7 +39,7 @@ from bench_diffusion_mixture import (
     split_run,
 )
 
-from graphssl.inference import diffusion_mixture_sampler as dms
+from graphssl.inference.diffusion_mixture import sampler as dms
 
 GAMMA = 0.8
 LABELS = 100

@@ -33,8 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 from bench_diffusion_mixture import RESULTS, Diffusions, load, split_run
 
-from graphssl.inference import diffusion_mixture_moves as moves_module
-from graphssl.inference import diffusion_mixture_sampler as dms
+from graphssl.inference.diffusion_mixture import moves as moves_module
+from graphssl.inference.diffusion_mixture import sampler as dms
 
 SETTINGS = [(0, 0), (20, 0), (0, 1), (0, 0, 0, 4), (0, 0, 0, 0, 0, 0, 10),
             (20, 1, 0, 4, 0, 0, 10)]

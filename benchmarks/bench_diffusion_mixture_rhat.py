@@ -45,7 +45,7 @@ import numpy as np
 from bench_diffusion_mixture import RESULTS, Diffusions, load, split_run
 
 from graphssl import diagnostics
-from graphssl.inference import diffusion_mixture_sampler as dms
+from graphssl.inference.diffusion_mixture import sampler as dms
 
 
 def _rhat_ess(x):

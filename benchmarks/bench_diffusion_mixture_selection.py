@@ -4,7 +4,7 @@ and averaging over the grid instead of choosing.
 Walder (Sec. 5) picks (k, tau) for 100 labels by the leave-one-out error of the graph Parzen
 window over ``k in {5, 10, 20}``, ``tau in {1, 2.5, 5, 10, 20}`` (our grid). Here, per split,
 the mixture (gamma 0.8, alpha 0.5, eta known, one chain from the Parzen labels) runs at all 15
-settings in one batched call (:func:`graphssl.inference.diffusion_mixture_selection.fit_grid`)
+settings in one batched call (:func:`graphssl.inference.diffusion_mixture.selection.fit_grid`)
 and is read five ways:
 
 * ``parzen LOO``: the setting of the paper's criterion (ties: first grid point);
@@ -38,7 +38,7 @@ import jax
 import numpy as np
 from bench_diffusion_mixture import RESULTS, accuracy, load, peers
 
-from graphssl.inference.diffusion_mixture_selection import K_GRID, TAU_GRID, fit_grid
+from graphssl.inference.diffusion_mixture.selection import K_GRID, TAU_GRID, fit_grid
 
 READINGS = ("parzen LOO", "mixture LOO", "k=10, tau=5", "uniform average",
             "pseudo-BMA average", "oracle")

@@ -1,5 +1,5 @@
 """Sweep engines of Walder's sampler, timed apart: ``lax.scan`` over sites vs one fused Pallas
-kernel program per chain (:mod:`graphssl.inference.diffusion_mixture_pallas`).
+kernel program per chain (:mod:`graphssl.inference.diffusion_mixture.pallas`).
 
 The batch is issue 6's: the 24 split-runs of one SSL-book set (12 splits x {10, 100} labels;
 k = 10, tau = 5 for all here: the sweep's cost does not depend on them), vmapped together,
@@ -30,8 +30,8 @@ import jax.numpy as jnp
 import numpy as np
 from bench_diffusion_mixture import Diffusions, load, split_run
 
-from graphssl.inference import diffusion_mixture_pallas as dmp
-from graphssl.inference import diffusion_mixture_sampler as dms
+from graphssl.inference.diffusion_mixture import pallas as dmp
+from graphssl.inference.diffusion_mixture import sampler as dms
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 

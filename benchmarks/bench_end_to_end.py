@@ -25,8 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphssl.data import load_dataset, random_splits
-from graphssl.models.baselines import end_to_end as e2e
-from graphssl.models.baselines.solvers import default_maxiter
+from graphssl.inference.optimize.baselines import end_to_end as e2e
+from graphssl.inference.optimize.baselines.solvers import default_maxiter
 from graphssl.neighbors import exact_knn_traced, query_blocks
 from graphssl.validation import check_features
 

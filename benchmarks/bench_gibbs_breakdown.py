@@ -2,7 +2,7 @@
 
     python benchmarks/bench_gibbs_breakdown.py [--n 100000] [--q 10,2]
 
-Times cumulative variants of the sweep of ``graphssl.inference.gibbs`` (same degree buckets,
+Times cumulative variants of the sweep of ``graphssl.inference.mcmc.gibbs`` (same degree buckets,
 same graph and model as ``bench_samplers.py``), each still reading and writing the labels so
 that nothing is hoisted out of the sweep loop:
 
@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from bench_samplers import knn_like_graph, potts, raw_scan
 
 from graphssl.inference import chromatic_gibbs
-from graphssl.inference.gibbs import bucket_logits, degree_buckets, greedy_coloring
+from graphssl.inference.mcmc.gibbs import bucket_logits, degree_buckets, greedy_coloring
 
 STAGES = ("scatter", "gather", "conditional", "sample_no_rng", "full")
 

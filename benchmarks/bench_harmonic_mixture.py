@@ -11,7 +11,7 @@ points) and one symmetrised kNN graph shared by HM and the peer; stage times:
   memory); optionally (``--dense-backbone``) the exact dense-R backbone in the same run;
 * HM solve: the M x M lambda step (Eq. 5);
 * peer in the same run: GRF / harmonic function on the full graph
-  (``graphssl.models.baselines.harmonic_function``, Jacobi-preconditioned CG).
+  (``graphssl.inference.optimize.baselines.harmonic_function``, Jacobi-preconditioned CG).
 
 Accuracy on the unlabelled points with the median rule (Sec. 4.1), for HM with full R
 (``f = R lambda``), HM with the sparse R, and GRF. Every stage records wall and process-CPU
@@ -112,14 +112,14 @@ def main():
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from graphssl.graph import knn_graph, knn_search, sigma_kth_neighbor
-    from graphssl.inference.em import EMOptions, _fit_em, init_gaussian_mixture
-    from graphssl.inference.harmonic_mixture import (
+    from graphssl.inference.harmonic_mixture.fit import (
         _compiled_backbone,
         median_threshold,
         solve_lambda,
         split_backbone,
     )
-    from graphssl.models.baselines import harmonic_function
+    from graphssl.inference.optimize.baselines import harmonic_function
+    from graphssl.inference.optimize.em import EMOptions, _fit_em, init_gaussian_mixture
     from graphssl.models.harmonic_backbone import (
         neighbor_laplacian,
         sparse_backbone_laplacian,

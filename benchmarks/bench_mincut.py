@@ -13,7 +13,7 @@
    Goal: the N = 10^6 cut (max-flow solve) under 30 s on CPU. Every row records the load
    average at its measurement (the machine is shared).
 2. ``table1``: Table 1 of the paper on the shared UCI sets, ``--trials`` random L/U draws
-   per set (``graphssl.estimators.mincut_table1.table1_trial``), noisy "*" variants
+   per set (``graphssl.reproductions.mincut_table1.table1_trial``), noisy "*" variants
    included, the paper's numbers beside ours and the standard error of our mean.
 3. The gap reasons (``table1`` with ``--variant-trials``, default 5; ``mincut_gaps.py``): for
    every Table 1 cell more than 5 points from the paper, the protocol variants the paper
@@ -97,7 +97,7 @@ def run_speed(sizes, methods, kind, limits=None):
     """Time each method per size; a method whose extrapolated time at the next size (x20
     for 10x more nodes, as measured) exceeds its limit (networkx 120 s, others 600 s) is
     skipped there and the reason recorded."""
-    from graphssl.inference.maxflow import minimum_cut
+    from graphssl.inference.optimize.maxflow import minimum_cut
     from graphssl.models.mincut import cut_network
 
     limits = {"networkx": 120.0, **(limits or {})}
@@ -168,7 +168,7 @@ def run_table1(trials: int, seed: int = 0, variant_trials: int = 0, only=None, v
     from mincut_gaps import data_checks, summarize_draws, trial_draws, variant_means
 
     from graphssl.data import data_dir_from_env
-    from graphssl.estimators.mincut_table1 import COLUMNS, TABLE1, table1_dataset
+    from graphssl.reproductions.mincut_table1 import COLUMNS, TABLE1, table1_dataset
 
     data_dir = data_dir_from_env() or Path(__file__).resolve().parents[2] / "shared" / "datasets"
     rows, variants, checks = [], {}, {}
@@ -200,7 +200,7 @@ def finish_table1(rows, variants, checks, variant_trials):
     """The JSON body: rows, and with variants the gap-reason table (printed)."""
     from mincut_gaps import TOLERANCE, VARIANTS, cells_off_by_variant, gap_table
 
-    from graphssl.estimators.mincut_table1 import COLUMNS
+    from graphssl.reproductions.mincut_table1 import COLUMNS
 
     out = {"rows": rows, "columns": list(COLUMNS), "units": "accuracy, % (paper's units)"}
     if variant_trials:
@@ -220,7 +220,7 @@ def finish_table1(rows, variants, checks, variant_trials):
 
 def merge_table1(paths):
     """Merge partial ``table1 --only`` runs (in TABLE1 order) into one result."""
-    from graphssl.estimators.mincut_table1 import TABLE1
+    from graphssl.reproductions.mincut_table1 import TABLE1
 
     parts = [json.loads(Path(p).read_text()) for p in paths]
     order = {r["name"]: i for i, r in enumerate(TABLE1)}

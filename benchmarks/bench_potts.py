@@ -44,13 +44,13 @@ import jax  # noqa: E402
 import numpy as np
 
 from graphssl.graph import row_normalize  # noqa: E402
-from graphssl.inference.mean_field import (  # noqa: E402
+from graphssl.inference.optimize.baselines import harmonic_function, lgc  # noqa: E402
+from graphssl.inference.optimize.mean_field import (  # noqa: E402
     MeanFieldOptions,
     mean_field_labels,
     naive_mean_field,
 )
 from graphssl.metrics import adjusted_mutual_info  # noqa: E402
-from graphssl.models.baselines import harmonic_function, lgc  # noqa: E402
 from graphssl.models.potts import PottsModel, bergamim_breve_graph, default_k  # noqa: E402
 from graphssl.models.potts_mode_probability import solve_beta  # noqa: E402
 

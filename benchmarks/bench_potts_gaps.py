@@ -38,8 +38,12 @@ from bench_potts import DATA, RESULTS, load_set, load_splits  # noqa: E402 (scri
 from scipy.optimize import newton
 
 from graphssl.graph import Graph, knn_graph, row_normalize
-from graphssl.inference.mean_field import MeanFieldOptions, mean_field_labels, naive_mean_field
-from graphssl.models.baselines import harmonic_function, lgc
+from graphssl.inference.optimize.baselines import harmonic_function, lgc
+from graphssl.inference.optimize.mean_field import (
+    MeanFieldOptions,
+    mean_field_labels,
+    naive_mean_field,
+)
 from graphssl.models.potts import PottsModel, bergamim_breve_graph, default_k
 from graphssl.models.potts_mode_probability import (
     approx_log_mode_probability,

@@ -34,13 +34,13 @@ import jax
 import numpy as np
 from bench_potts import DATA, RESULTS, _blobs, paper_graph  # noqa: E402 (script dir)
 
-from graphssl.inference.mean_field import (
+from graphssl.inference.optimize.baselines import harmonic_function, lgc
+from graphssl.inference.optimize.mean_field import (
     MeanFieldOptions,
     locality_order,
     mean_field_labels,
     naive_mean_field,
 )
-from graphssl.models.baselines import harmonic_function, lgc
 from graphssl.models.potts import PottsModel, default_k
 from graphssl.models.potts_mode_probability import solve_beta
 
@@ -130,7 +130,7 @@ def main():
     index, _ = P.padded_neighbors()
     rec["n_edges"], rec["d_max"] = int(P.n_edges), int(index.shape[1])
     _, rec["reorder_seconds"], _ = _best(lambda: locality_order(index), 1)
-    from graphssl.inference.mean_field import mean_field_coloring
+    from graphssl.inference.optimize.mean_field import mean_field_coloring
 
     colors, rec["coloring_seconds"], _ = _best(lambda: mean_field_coloring(index), 1)
     rec["n_colors"] = int(colors.max()) + 1

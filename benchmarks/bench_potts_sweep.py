@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from bench_potts import RESULTS, _blobs, paper_graph  # noqa: E402 (script dir)
 
-from graphssl.inference import mean_field as mf
+from graphssl.inference.optimize import mean_field as mf
 from graphssl.models.potts import default_k
 
 

@@ -34,8 +34,8 @@ import numpy as np
 
 from graphssl.graph import Graph
 from graphssl.inference import chromatic_gibbs, sample_chains, swendsen_wang
-from graphssl.inference.gibbs import greedy_coloring
-from graphssl.inference.kernels import merge_kernel, prepared, split_kernel
+from graphssl.inference.mcmc.gibbs import greedy_coloring
+from graphssl.inference.mcmc.kernels import merge_kernel, prepared, split_kernel
 from graphssl.models.potts import PottsModel
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -188,7 +188,7 @@ def scipy_swendsen_wang(model, labels, n_sweeps: int, seed: int = 0):
 def bench_gibbs(n, q, sweeps, repeats, n_buckets=6):
     """Chromatic Gibbs in its bucketed layout (default) and in the old padded layout (the
     same kernel with ``layout="padded"``), plus the plain-JAX peer, all in the same run."""
-    from graphssl.inference.gibbs import color_classes, degree_buckets
+    from graphssl.inference.mcmc.gibbs import color_classes, degree_buckets
 
     t0 = time.perf_counter()
     graph = knn_like_graph(n)
@@ -320,7 +320,7 @@ def bench_numpyro(n, q, sweeps, repeats, n_chains=4):
     """
     from numpyro.infer import MCMC
 
-    from graphssl.inference.numpyro_adapter import NumpyroKernel
+    from graphssl.inference.mcmc.numpyro_adapter import NumpyroKernel
 
     graph = knn_like_graph(n)
     model = potts(graph, q, beta=1.0)

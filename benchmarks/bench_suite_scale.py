@@ -72,15 +72,15 @@ def main(argv=None):
 
     from graphssl import data
     from graphssl.graph import knn_graph, row_normalize
-    from graphssl.inference import swendsen_wang
-    from graphssl.inference.chains import sample_chains
-    from graphssl.inference.mean_field import (
+    from graphssl.inference.mcmc import swendsen_wang
+    from graphssl.inference.mcmc.chains import sample_chains
+    from graphssl.inference.optimize.baselines import harmonic_function, lgc
+    from graphssl.inference.optimize.mean_field import (
         MeanFieldOptions,
         mean_field_labels,
         naive_mean_field,
     )
     from graphssl.metrics import accuracy
-    from graphssl.models.baselines import harmonic_function, lgc
     from graphssl.models.potts import PottsModel
     from graphssl.models.potts_mode_probability import solve_beta
 
@@ -132,7 +132,7 @@ def main(argv=None):
     del solution
     partial("potts_mean_field")
     if args.sweeps > 0:
-        from graphssl.inference.chains import label_marginals
+        from graphssl.inference.mcmc.chains import label_marginals
 
         sampled = PottsModel.create(graph, n_classes, beta=5.0, labels=y_masked)
         samples, stages["potts_swendsen_wang"] = _timed(

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphssl.estimators.mincut_table1 import COLUMNS, table1_trial
 from graphssl.models import mincut as mc
+from graphssl.reproductions.mincut_table1 import COLUMNS, table1_trial
 
 TOLERANCE = 5.0  # points
 SPLIT_MIN_FRACTION = 0.1  # single draws within TOLERANCE of the paper for a "split" reason

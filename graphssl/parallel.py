@@ -2,7 +2,7 @@
 
 Two axes can be spread over devices:
 
-* **chains** — :func:`graphssl.inference.chains.sample_chains` places its chain axis across
+* **chains** — :func:`graphssl.inference.mcmc.chains.sample_chains` places its chain axis across
   the local devices by itself when there are several and they divide ``n_chains``;
 * **nodes** — :func:`sharded_mean_field` splits the nodes of a mean-field solve (the Jacobi
   order of Bergamim & Breve Eqs. 15-16) across every device of a 1-D mesh. Each device updates
@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from graphssl.inference.mean_field import (
+from graphssl.inference.optimize.mean_field import (
     MeanFieldInfo,
     MeanFieldOptions,
     MeanFieldSolution,
@@ -65,7 +65,7 @@ def sharded_mean_field(model, options: MeanFieldOptions | None = None, *, mesh=N
     The node count is padded to a multiple of the device count with isolated, unclamped dummy
     nodes (neighbour index = themselves, weight 0, field 0): they never influence a real node,
     and are dropped from the result. Returns ``(MeanFieldSolution, MeanFieldInfo)`` exactly as
-    :func:`graphssl.inference.mean_field.naive_mean_field` with ``order="parallel"``.
+    :func:`graphssl.inference.optimize.mean_field.naive_mean_field` with ``order="parallel"``.
     """
     options = MeanFieldOptions() if options is None else options
     if options.order != "parallel":

@@ -1,4 +1,5 @@
-"""Closed-form baselines against dense float64 references (graphssl.models.baselines)."""
+"""Closed-form baselines against dense float64 references
+(graphssl.inference.optimize.baselines)."""
 
 import numpy as np
 import pytest
@@ -6,7 +7,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from graphssl.graph import Graph, heat_kernel, knn_graph
-from graphssl.models.baselines import (
+from graphssl.inference.optimize.baselines import (
     UnreachedNodesWarning,
     batched_pcg,
     class_mass_normalization,
@@ -158,7 +159,7 @@ def test_jacobi_scaled_cg_keeps_unscaled_solution():
     L = (sp.diags(np.asarray(W.sum(1)).ravel()) - W + sp.identity(40)).tocsr()
     A = (scale @ L @ scale).tocsr()
     B = rng.normal(size=(40, 3))
-    from graphssl.models.baselines.solvers import _solve_spd
+    from graphssl.inference.optimize.baselines.solvers import _solve_spd
 
     X, it, res, used = _solve_spd(A, B, "cg", 1e-12, None, True)
     np.testing.assert_allclose(A @ X, B, atol=1e-8)
@@ -298,7 +299,7 @@ def test_jax_cg_compiles_once_across_labelled_sets():
     entries with zeros to a size bucket (multiples of 1/8 of the largest power of two <= nnz),
     so a new split with the same number of unlabelled nodes reuses the compiled solve (each
     new nnz was a recompilation: 0.15 s a call on Digit1), and the zeros change nothing."""
-    from graphssl.models.baselines import solvers
+    from graphssl.inference.optimize.baselines import solvers
 
     W = _random_graph(300, 0.02, 5)
     rng = np.random.default_rng(7)

@@ -14,8 +14,8 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from graphssl import data
-from graphssl.inference import boltzmann_learning as bl
-from graphssl.inference.enumeration import exact_log_partition, exact_map, exact_marginals
+from graphssl.inference.boltzmann import learning as bl
+from graphssl.inference.exact.enumeration import exact_log_partition, exact_map, exact_marginals
 from graphssl.models.boltzmann import (
     ExtendedParams,
     clamped_gamma_moment,

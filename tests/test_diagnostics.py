@@ -16,7 +16,7 @@ from graphssl.diagnostics import (
     posterior_mean_labels,
     to_arviz,
 )
-from graphssl.inference.chains import Samples, label_marginals
+from graphssl.inference.mcmc.chains import Samples, label_marginals
 from tests.inference.conftest import small_model
 
 matplotlib.use("Agg")

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from graphssl.graph import Graph
-from graphssl.inference import diffusion_mixture_sampler as dms
+from graphssl.inference.diffusion_mixture import sampler as dms
 from graphssl.models import diffusion_mixture as dm
 
 N_EXACT = 60_000
@@ -278,7 +278,7 @@ def test_blocked_inverse_cdf_is_exact():
 
 
 def test_parzen_scores_match_the_library_baseline(setup):
-    from graphssl.models.baselines import parzen_window
+    from graphssl.inference.optimize.baselines import parzen_window
 
     lib = parzen_window(_tiny_graph(), np.array([0, -1, -1, -1, 1]), tau=3.0,
                         class_prior=[0.6, 0.4], n_classes=C, method="dense")

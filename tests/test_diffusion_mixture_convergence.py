@@ -4,8 +4,8 @@ import jax
 import numpy as np
 import pytest
 
-from graphssl.inference import diffusion_mixture_convergence as dmc
-from graphssl.inference import diffusion_mixture_sampler as dms
+from graphssl.inference.diffusion_mixture import convergence as dmc
+from graphssl.inference.diffusion_mixture import sampler as dms
 from graphssl.models import diffusion_mixture as dm
 
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from graphssl.graph import knn_graph
-from graphssl.inference import diffusion_mixture_pallas as dmp
-from graphssl.inference import diffusion_mixture_sampler as dms
+from graphssl.inference.diffusion_mixture import pallas as dmp
+from graphssl.inference.diffusion_mixture import sampler as dms
 from graphssl.models import diffusion_mixture as dm
 from tests.test_diffusion_mixture import (
     _assert_tables_match,
@@ -123,7 +123,7 @@ def test_compiled_kernel_matches_the_scan_sweep_on_the_gpu():
 
 
 def test_fused_greedy_sweep_and_map_refinement_equal_the_scan_ones():
-    from graphssl.inference.diffusion_mixture_gibbs import map_refine
+    from graphssl.inference.diffusion_mixture.gibbs import map_refine
 
     model = _random_model(C=3)
     state = dms.init_state(model, jax.random.PRNGKey(4))

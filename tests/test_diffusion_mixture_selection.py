@@ -15,9 +15,9 @@ from scipy.special import logsumexp
 
 from graphssl.data import two_moons
 from graphssl.graph import knn_graph
-from graphssl.inference import diffusion_mixture_selection as sel
+from graphssl.inference.diffusion_mixture import selection as sel
+from graphssl.inference.optimize.baselines import parzen_window
 from graphssl.models import diffusion_mixture as dm
-from graphssl.models.baselines import parzen_window
 from tests.test_diffusion_mixture import _LOG_JOINT, C, M, _enumerate, _model, _tiny_graph
 
 LABELLED = (0, 4)

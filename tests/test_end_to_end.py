@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from graphssl.graph import knn_graph, knn_search
-from graphssl.models.baselines import UnreachedNodesWarning, harmonic_function, lgc
-from graphssl.models.baselines.end_to_end import (
+from graphssl.inference.optimize.baselines import UnreachedNodesWarning, harmonic_function, lgc
+from graphssl.inference.optimize.baselines.end_to_end import (
     harmonic_function_from_features,
     lgc_from_features,
 )

@@ -12,7 +12,7 @@ from graphssl.estimators.baselines import (
     ParzenWindowClassifier,
 )
 from graphssl.graph import knn_graph
-from graphssl.models.baselines import harmonic_function, lgc
+from graphssl.inference.optimize.baselines import harmonic_function, lgc
 
 ESTIMATORS = [
     HarmonicFunctionClassifier,

@@ -11,14 +11,7 @@ from scipy.optimize import minimize
 
 from graphssl.data import swiss_roll
 from graphssl.graph import dense_graph, knn_graph, laplacian
-from graphssl.inference.em import (
-    EMOptions,
-    fit_em,
-    init_gaussian_mixture,
-    init_multinomial_mixture,
-    kmeans_assign,
-)
-from graphssl.inference.harmonic_mixture import (
+from graphssl.inference.harmonic_mixture.fit import (
     closed_form_lambda,
     fit_harmonic_mixture,
     kkt_residual,
@@ -29,6 +22,13 @@ from graphssl.inference.harmonic_mixture import (
     solve_box_qp,
     solve_lambda,
     split_backbone,
+)
+from graphssl.inference.optimize.em import (
+    EMOptions,
+    fit_em,
+    init_gaussian_mixture,
+    init_multinomial_mixture,
+    kmeans_assign,
 )
 from graphssl.models.harmonic_backbone import neighbor_laplacian
 from graphssl.models.harmonic_mixture import (
@@ -320,7 +320,7 @@ def test_multiclass_simplex_matches_scipy():
 
 def test_swiss_roll_hm_follows_manifold_em_does_not(small_roll, roll_fit):
     """Sec. 4.1 at small size: HM matches 'graph' on U and unseen points; EM does not."""
-    from graphssl.models.baselines import harmonic_function
+    from graphssl.inference.optimize.baselines import harmonic_function
 
     ds, labels, graph = small_roll
     unl = labels < 0

@@ -5,7 +5,7 @@ thresholds, unseen values, windowing and bad input."""
 import numpy as np
 import pytest
 
-from graphssl.estimators.id3 import ID3Classifier, best_threshold, categorical_gain, entropy
+from graphssl.reproductions.id3 import ID3Classifier, best_threshold, categorical_gain, entropy
 
 # outlook, temperature, humidity, wind -> play
 _TENNIS = """

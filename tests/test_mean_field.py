@@ -8,8 +8,8 @@ import scipy.sparse as sp
 jax.config.update("jax_enable_x64", True)
 
 from graphssl.graph import Graph, row_normalize  # noqa: E402
-from graphssl.inference.enumeration import exact_marginals  # noqa: E402
-from graphssl.inference.mean_field import (  # noqa: E402
+from graphssl.inference.exact.enumeration import exact_marginals  # noqa: E402
+from graphssl.inference.optimize.mean_field import (  # noqa: E402
     MeanFieldOptions,
     mean_field_labels,
     mean_field_residual,
@@ -189,7 +189,7 @@ def test_bad_options_raise(sym_graph, labels, options, word):
 def test_locality_reorder_gives_the_same_solution(sym_graph, labels, clamp):
     """options.reorder renumbers nodes (reverse Cuthill-McKee) and back: the parallel update
     computes the same numbers; the sequential one reaches the same fixed point."""
-    from graphssl.inference.mean_field import locality_order
+    from graphssl.inference.optimize.mean_field import locality_order
 
     model = PottsModel.from_labels(row_normalize(sym_graph), labels, Q, beta=3.0, clamp=clamp)
     perm = locality_order(model.coupling_graph().padded_neighbors()[0])
@@ -212,7 +212,7 @@ def test_chromatic_sweep_is_a_sequential_sweep_in_class_order(sym_graph, labels,
     another, that equals the node-by-node Gauss-Seidel sweep visiting the nodes class by
     class. Checked sweep by sweep against the sequential solver run on the nodes renumbered
     into that order."""
-    from graphssl.inference.mean_field import mean_field_coloring, solve_mean_field
+    from graphssl.inference.optimize.mean_field import mean_field_coloring, solve_mean_field
 
     graph = row_normalize(sym_graph) if directed else sym_graph
     model = PottsModel.from_labels(graph, labels, Q, beta=2.5)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from graphssl.inference.maxflow import (
+from graphssl.inference.optimize.maxflow import (
     METHODS,
     alpha_expansion,
     iterative_relabelling,
@@ -139,7 +139,7 @@ def test_theorem_3_2_cut_is_l1_loocv_error_of_averaging_knn():
 def test_mincut_is_map_of_clamped_potts_model():
     """Sec. 4: the cut labelling has the exhaustive minimum energy of PottsModel (beta = 1),
     energy = cut - sum w; a Gibbs chain's best state never beats it."""
-    from graphssl.inference.enumeration import exact_map
+    from graphssl.inference.exact.enumeration import exact_map
 
     rng = np.random.default_rng(5)
     n = 12
@@ -160,12 +160,12 @@ def test_mincut_is_map_of_clamped_potts_model():
 
 
 def _assert_sampler_never_beats(model, energy, rng):
-    """The package's Gibbs sampler (graphssl.inference.gibbs + chains): its lowest-energy
+    """The package's Gibbs sampler (graphssl.inference.mcmc.gibbs + chains): its lowest-energy
     draw is never below the cut's energy."""
     import jax
 
-    from graphssl.inference.chains import sample_chains
-    from graphssl.inference.gibbs import sequential_gibbs
+    from graphssl.inference.mcmc.chains import sample_chains
+    from graphssl.inference.mcmc.gibbs import sequential_gibbs
 
     key = jax.random.key(int(rng.integers(2**31)))
     samples = sample_chains(sequential_gibbs(), model, key, n_chains=2, n_samples=60, burn_in=5)
@@ -174,7 +174,7 @@ def _assert_sampler_never_beats(model, energy, rng):
 
 
 def test_mincut_map_with_field_matches_enumeration():
-    from graphssl.inference.enumeration import exact_map
+    from graphssl.inference.exact.enumeration import exact_map
 
     rng = np.random.default_rng(6)
     n = 10
@@ -340,7 +340,7 @@ def test_estimator_schemes_and_errors():
 
 
 def test_bk_locality_reordering_changes_nothing(problems):
-    from graphssl.inference.maxflow import _pymaxflow
+    from graphssl.inference.optimize.maxflow import _pymaxflow
 
     for W, y, best, solutions in problems:
         net = mc.cut_network(W, y)

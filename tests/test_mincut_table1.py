@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from graphssl.estimators.mincut_table1 import TABLE1, draw, table1_dataset, table1_trial
 from graphssl.models import mincut as mc
+from graphssl.reproductions.mincut_table1 import TABLE1, draw, table1_dataset, table1_trial
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ _SCRIPT = textwrap.dedent(
     jax.config.update("jax_enable_x64", True)
     from graphssl.graph import knn_graph
     from graphssl.models.potts import PottsModel
-    from graphssl.inference.mean_field import MeanFieldOptions, naive_mean_field
+    from graphssl.inference.optimize.mean_field import MeanFieldOptions, naive_mean_field
     from graphssl.parallel import sharded_mean_field
     assert len(jax.devices()) == 4, jax.devices()
     rng = np.random.default_rng(0)
@@ -46,7 +46,7 @@ def test_sharded_mean_field_matches_single_device_on_4_devices():
 
 
 def test_sharded_mean_field_single_device_and_errors():
-    from graphssl.inference.mean_field import MeanFieldOptions, naive_mean_field
+    from graphssl.inference.optimize.mean_field import MeanFieldOptions, naive_mean_field
 
     X = np.random.default_rng(1).normal(size=(40, 2))
     labels = np.full(40, -1)

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 jax.config.update("jax_enable_x64", True)
 
 from graphssl.graph import Graph, row_normalize  # noqa: E402
-from graphssl.inference.mean_field import MeanFieldOptions, naive_mean_field  # noqa: E402
+from graphssl.inference.optimize.mean_field import MeanFieldOptions, naive_mean_field  # noqa: E402
 from graphssl.models.potts import PottsModel, label_field  # noqa: E402
 from graphssl.models.potts_mode_probability import (  # noqa: E402
     approx_log_mode_probability,

@@ -18,7 +18,6 @@ _WHERE = {
     "DiffusionMixtureGridClassifier": "diffusion_mixture",
     "HarmonicMixtureClassifier": "harmonic_mixture",
     "MincutClassifier": "mincut",
-    "ID3Classifier": "id3",
 }
 
 __all__ = sorted(_WHERE)

@@ -1,4 +1,4 @@
-"""Estimators for the closed-form baselines of :mod:`graphssl.models.baselines`.
+"""Estimators for the closed-form baselines of :mod:`graphssl.inference.optimize.baselines`.
 
 Each class adds its model's parameters to the graph options of
 :class:`~graphssl.estimators.base.GraphSSLClassifier` (``k, symmetrize, weight, sigma``).
@@ -7,7 +7,12 @@ Each class adds its model's parameters to the graph options of
 from __future__ import annotations
 
 from graphssl.estimators.base import GraphSSLClassifier
-from graphssl.models.baselines import harmonic_function, knn_graph_classifier, lgc, parzen_window
+from graphssl.inference.optimize.baselines import (
+    harmonic_function,
+    knn_graph_classifier,
+    lgc,
+    parzen_window,
+)
 
 __all__ = [
     "HarmonicFunctionClassifier",
@@ -19,7 +24,7 @@ __all__ = [
 
 class HarmonicFunctionClassifier(GraphSSLClassifier):
     """Harmonic function / GRF (Zhu, Ghahramani & Lafferty 2003); see
-    :func:`graphssl.models.baselines.harmonic_function` for ``method``,
+    :func:`graphssl.inference.optimize.baselines.harmonic_function` for ``method``,
     ``class_mass_normalize``, ``normalize_graph`` and ``tol``.
 
     >>> clf = HarmonicFunctionClassifier(k=10).fit(X, y)        # doctest: +SKIP
@@ -58,7 +63,7 @@ class HarmonicFunctionClassifier(GraphSSLClassifier):
 
 class LGCClassifier(GraphSSLClassifier):
     """Local and global consistency (Zhou et al. 2004), ``F* = (1-alpha)(I - alpha S)^-1 Y``;
-    see :func:`graphssl.models.baselines.lgc`."""
+    see :func:`graphssl.inference.optimize.baselines.lgc`."""
 
     def __init__(
         self,
@@ -115,7 +120,7 @@ class ParzenWindowClassifier(GraphSSLClassifier):
 
 class KNNGraphClassifier(GraphSSLClassifier):
     """Vote of the ``n_neighbors`` labelled nodes nearest along the graph (shortest paths);
-    see :func:`graphssl.models.baselines.knn_graph_classifier`."""
+    see :func:`graphssl.inference.optimize.baselines.knn_graph_classifier`."""
 
     def __init__(
         self,

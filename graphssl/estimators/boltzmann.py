@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphssl.estimators.base import GraphSSLClassifier
-from graphssl.inference import boltzmann_learning as bl
+from graphssl.inference.boltzmann import learning as bl
 from graphssl.models.boltzmann import pair_geometry
 
 __all__ = ["BoltzmannMRFClassifier"]
@@ -32,7 +32,7 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
       method: expectations by ``"enumeration"`` (exact, ``2^n`` configurations: tiny sets),
         ``"gibbs"``, ``"gibbs_permutation"``, ``"swendsen_wang"``, or ``"auto"``
         (enumeration up to 16 free nodes, else Swendsen-Wang).
-      prior: ``"default"`` (:class:`~graphssl.inference.boltzmann_learning.ThetaPrior` for the
+      prior: ``"default"`` (:class:`~graphssl.inference.boltzmann.learning.ThetaPrior` for the
         extended model; the exponential prior of Eq. 83 with rate ``sigma_rate`` on
         ``[0, max d_ij]`` for the basic one), ``None`` (flat, as in the paper's Sec. 5) or a
         prior object.

@@ -6,7 +6,7 @@ import jax
 import numpy as np
 
 from graphssl.estimators.base import GraphSSLClassifier
-from graphssl.inference.diffusion_mixture_sampler import (
+from graphssl.inference.diffusion_mixture.sampler import (
     ENGINES,
     MOVES,
     map_estimate,
@@ -51,7 +51,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
       moves: attempts per iteration of the (re-sampling, re-labelling, split-merge,
         centred split-merge, cluster-flip, neighbourhood block, component flip) moves;
         ``(1, 1, 0)`` is the paper's iteration, the last five are ours (see
-        :func:`~graphssl.inference.diffusion_mixture_sampler.iteration`);
+        :func:`~graphssl.inference.diffusion_mixture.sampler.iteration`);
         ``(20, 1, 0, 4, 0, 0, 10)`` is what the notebook uses: on Digit1 its chains agree
         (every R-hat < 1.01) after 5 x 10^4 iterations, the paper's after 3 x 10^5.
       block_size: nodes re-drawn by one neighbourhood block move.
@@ -63,10 +63,10 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
       random_state: integer seed.
       engine: the Gibbs sweep's implementation, ``"auto"`` (one fused kernel per chain on a
         GPU, ``lax.scan`` elsewhere), ``"scan"`` or ``"pallas"`` (same draws either way; see
-        :func:`~graphssl.inference.diffusion_mixture_sampler.resolve_engine`).
+        :func:`~graphssl.inference.diffusion_mixture.sampler.resolve_engine`).
 
     Attributes after ``fit``: those of the base, plus ``model_``, ``samples_``
-    (:class:`~graphssl.inference.diffusion_mixture_sampler.MixtureSamples`),
+    (:class:`~graphssl.inference.diffusion_mixture.sampler.MixtureSamples`),
     ``posterior_mean_`` (float[n, C]), ``map_labels_`` (int[n], values of ``classes_``),
     ``map_log_joint_``, ``acceptance_`` (mean acceptance rate of each move attempted).
     :meth:`sample_more` continues the chains of a fitted model, :meth:`run_until_converged`
@@ -162,13 +162,13 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         R-hat on the permutation-invariant statistics is at most ``target_rhat`` (checked on
         the last half of the chunks; the fit and the first half are warm-up), or
         ``max_iterations`` have run
-        (:func:`~graphssl.inference.diffusion_mixture_convergence.sample_until_converged`).
+        (:func:`~graphssl.inference.diffusion_mixture.convergence.sample_until_converged`).
         ``samples_`` becomes the checked window and every fitted attribute is updated from
         it; ``convergence_checks_`` lists the checks (``[-1].max_rhat`` says whether the
         target was met). Returns ``self``."""
         from sklearn.utils.validation import check_is_fitted
 
-        from graphssl.inference.diffusion_mixture_convergence import sample_until_converged
+        from graphssl.inference.diffusion_mixture.convergence import sample_until_converged
 
         check_is_fitted(self, "samples_")
         self.samples_, self.convergence_checks_ = sample_until_converged(
@@ -185,7 +185,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
 
     def to_arviz(self):
         """The chains as an ArviZ DataTree (energy, move acceptances, co-assignment)."""
-        from graphssl.inference.diffusion_mixture_sampler import to_arviz
+        from graphssl.inference.diffusion_mixture.sampler import to_arviz
 
         return to_arviz(self.samples_, self.model_)
 
@@ -194,7 +194,7 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
     """Walder's mixture at every ``(k, tau)`` of a grid, combined (Sec. 5 with 100 labels).
 
     The mixture runs at each setting of ``k_grid x tau_grid`` (one batched sampler call,
-    :func:`~graphssl.inference.diffusion_mixture_selection.fit_grid`; graphs as Walder's:
+    :func:`~graphssl.inference.diffusion_mixture.selection.fit_grid`; graphs as Walder's:
     kNN with ``w = exp(-omega d^2)``) and the settings are combined by ``combine``:
 
       ``"average"``: the posterior class marginals averaged with equal weights (an ensemble
@@ -211,7 +211,7 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
     ``fit_graph`` is not available (each k builds its own graph).
 
     Attributes after ``fit``: those of the base, plus ``grid_``
-    (:class:`~graphssl.inference.diffusion_mixture_selection.GridFit`), ``scores_`` (one
+    (:class:`~graphssl.inference.diffusion_mixture.selection.GridFit`), ``scores_`` (one
     ``GridScore`` per setting), ``weights_`` (float[G], one-hot for a choice) and
     ``chosen_`` (``(k, tau)`` of the largest weight).
     """
@@ -246,7 +246,7 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
                          "k_grid from the features; call fit(X, y)")
 
     def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:
-        from graphssl.inference.diffusion_mixture_selection import fit_grid
+        from graphssl.inference.diffusion_mixture.selection import fit_grid
 
         if self.combine not in ("average", "loo_average", "parzen", "mixture"):
             raise ValueError(f"combine: got {self.combine!r}; use 'average', 'loo_average', "

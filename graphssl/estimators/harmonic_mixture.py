@@ -7,8 +7,8 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from graphssl.estimators.base import GraphSSLClassifier
-from graphssl.inference.em import EMOptions
-from graphssl.inference.harmonic_mixture import fit_harmonic_mixture, predict_proba
+from graphssl.inference.harmonic_mixture.fit import fit_harmonic_mixture, predict_proba
+from graphssl.inference.optimize.em import EMOptions
 from graphssl.models.harmonic_mixture import COVARIANCE_TYPES
 
 __all__ = ["HarmonicMixtureClassifier"]
@@ -36,7 +36,7 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
       random_state: seed of the k-means initialisation.
 
     Attributes after ``fit``: those of the base, plus ``fit_``
-    (:class:`~graphssl.inference.harmonic_mixture.HarmonicMixtureFit`: mixture, lambda,
+    (:class:`~graphssl.inference.harmonic_mixture.fit.HarmonicMixtureFit`: mixture, lambda,
     EM's lambda, backbone Laplacian, convergence records, times), ``threshold_`` (median rule)
     and ``class_scale_`` (CMN). ``predict(X_new)`` is inductive through the mixture:
     ``p(y | x) = sum_m p(m | x) lambda_m``.

@@ -1,14 +1,15 @@
 """``MincutClassifier``: graph mincut classification (Blum & Chawla 2001).
 
 The estimator labels the unlabelled points by a minimum cut (binary, Sec. 2) or by
-alpha-expansion (more than two classes; see :mod:`graphssl.inference.maxflow`). The graph is
+alpha-expansion (more than two classes; see :mod:`graphssl.inference.optimize.maxflow`).
+The graph is
 the base class's kNN graph (``scheme="knn"``) or one of the paper's weighting schemes built
 from a distance matrix: ``"nn"`` (Thm 3.1), ``"mincut3"``, ``"delta_zero"``,
 ``"delta_half"`` or ``"delta"`` (a given radius), with ``metric`` ``"euclidean"``,
 ``"hamming"`` (X holds categorical codes) or ``"infogain"`` (Sec. 5.1's weighted metric).
 
 :func:`table1_trial` (one random L/U draw of a Table 1 row: Mincut-3, Mincut-delta_opt /
-delta_0 / delta_1/2, ID3 and 3-NN) lives in :mod:`graphssl.estimators.mincut_table1` and is
+delta_0 / delta_1/2, ID3 and 3-NN) lives in :mod:`graphssl.reproductions.mincut_table1` and is
 re-exported here.
 """
 
@@ -17,15 +18,15 @@ from __future__ import annotations
 import numpy as np
 
 from graphssl.estimators.base import GraphSSLClassifier
-from graphssl.estimators.mincut_table1 import (  # re-exported: the Table 1 protocol
+from graphssl.graph import Graph
+from graphssl.inference.optimize.maxflow import mincut_classify
+from graphssl.models import mincut as mc
+from graphssl.reproductions.mincut_table1 import (  # re-exported: the Table 1 protocol
     TABLE1,
     distance_matrix,
     table1_dataset,
     table1_trial,
 )
-from graphssl.graph import Graph
-from graphssl.inference.maxflow import mincut_classify
-from graphssl.models import mincut as mc
 from graphssl.validation import check_features, check_labels
 
 __all__ = ["MincutClassifier", "TABLE1", "table1_dataset", "table1_trial", "distance_matrix"]

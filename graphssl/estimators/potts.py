@@ -20,7 +20,11 @@ import numpy as np
 
 from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.graph import row_normalize, symmetrize
-from graphssl.inference.mean_field import MeanFieldOptions, mean_field_labels, naive_mean_field
+from graphssl.inference.optimize.mean_field import (
+    MeanFieldOptions,
+    mean_field_labels,
+    naive_mean_field,
+)
 from graphssl.models.potts import PottsModel, default_k
 from graphssl.models.potts_mode_probability import BETA_PRESETS, log_mode_probability, solve_beta
 
@@ -172,9 +176,9 @@ class PottsClassifier(GraphSSLClassifier):
         return self._sample(model, labels, n_classes, modes)
 
     def _sample(self, model, labels, n_classes, init_labels):
-        from graphssl.inference.chains import label_marginals, sample_chains
-        from graphssl.inference.gibbs import chromatic_gibbs
-        from graphssl.inference.swendsen_wang import swendsen_wang
+        from graphssl.inference.mcmc.chains import label_marginals, sample_chains
+        from graphssl.inference.mcmc.gibbs import chromatic_gibbs
+        from graphssl.inference.mcmc.swendsen_wang import swendsen_wang
 
         if not model.graph.is_symmetric():
             model = dataclasses.replace(

@@ -1,7 +1,6 @@
 """Inference: samplers and optimisers that know a model only through its protocol."""
 
-from graphssl.inference.chains import Samples, label_marginals, sample_chains, storage_dtype
-from graphssl.inference.enumeration import (
+from graphssl.inference.exact.enumeration import (
     ExactResult,
     enumerate_configurations,
     enumerate_model,
@@ -10,17 +9,18 @@ from graphssl.inference.enumeration import (
     exact_map,
     exact_marginals,
 )
-from graphssl.inference.gibbs import chromatic_gibbs, greedy_coloring, sequential_gibbs
-from graphssl.inference.icm import ICMInfo, iterated_conditional_modes
-from graphssl.inference.kernels import (
+from graphssl.inference.mcmc.chains import Samples, label_marginals, sample_chains, storage_dtype
+from graphssl.inference.mcmc.gibbs import chromatic_gibbs, greedy_coloring, sequential_gibbs
+from graphssl.inference.mcmc.kernels import (
     Kernel,
     LabelState,
     compose,
     metropolis_hastings,
     sample_categorical,
 )
-from graphssl.inference.moves import permutation_move
-from graphssl.inference.swendsen_wang import connected_components, swendsen_wang
+from graphssl.inference.mcmc.moves import permutation_move
+from graphssl.inference.mcmc.swendsen_wang import connected_components, swendsen_wang
+from graphssl.inference.optimize.icm import ICMInfo, iterated_conditional_modes
 
 __all__ = [
     "ExactResult",
@@ -54,7 +54,7 @@ __all__ = [
 def __getattr__(name):
     """``NumpyroKernel`` is imported lazily (numpyro's import is slow)."""
     if name == "NumpyroKernel":
-        from graphssl.inference.numpyro_adapter import NumpyroKernel
+        from graphssl.inference.mcmc.numpyro_adapter import NumpyroKernel
 
         return NumpyroKernel
     raise AttributeError(f"module 'graphssl.inference' has no attribute {name!r}")

@@ -31,7 +31,7 @@ Two readings of the paper are made explicit here:
   the diagonal ``(S 1)_i`` (close to one on kNN graphs).
 
 Everything here is a pure function; the samplers live in
-:mod:`graphssl.inference.diffusion_mixture_sampler`.
+:mod:`graphssl.inference.diffusion_mixture.sampler`.
 """
 
 from __future__ import annotations
@@ -363,7 +363,7 @@ def _shift_site(model, stats, i, y_i, beta_i, sign, delta):
 def move_block(model, stats: MixtureStats, y, block, j, l, j_new, l_new, log_likelihood):
     """Statistics and ``log pi(x') - log pi(x)`` (Sec. 3.5) when the nodes of ``block``, all at
     class j and centre l, move to (j_new, l_new) (the component flip of
-    :mod:`graphssl.inference.diffusion_mixture_moves`), in O(m d) (not the O(m C) lgamma calls and
+    :mod:`graphssl.inference.diffusion_mixture.moves`), in O(m d) (not the O(m C) lgamma calls and
     O(m d C) recount of the whole joint). ``log_likelihood`` = the change of
     ``sum_i log D[i, beta_i]``. With u = 1_block and L u from the sparse table, the MRF energy
     ``b^(j)T L b^(j)`` changes by ``-u.(L b^(j)) - b^(j).(L u) + u.(L u)`` for the class left
@@ -434,7 +434,7 @@ def held_out_class_log_probs(model, y, beta, nodes, stats: MixtureStats | None =
     (``A_c`` = :func:`class_log_weights` without the observation clamp; primes = statistics
     without node i). Averaged over posterior states it scores how well the model predicts a
     labelled node from the others (the leave-one-out criterion of
-    :mod:`graphssl.inference.diffusion_mixture_selection`). O(m C) per node; the sums are
+    :mod:`graphssl.inference.diffusion_mixture.selection`). O(m C) per node; the sums are
     of positive terms only (no cancellation in float32).
     """
     stats = sufficient_statistics(model, y, beta) if stats is None else stats

@@ -14,8 +14,8 @@ for inductive and scalable semi-supervised learning". Paper symbols -> names use
 
 Everything here is a pure function of (parameters, data, graph, labels); the backbone
 graph (dense, hard and sparse top-k lifts) is in :mod:`graphssl.models.harmonic_backbone`
-(re-exported here), the EM fit in :mod:`graphssl.inference.em`, the graph-discriminative
-lambda step in :mod:`graphssl.inference.harmonic_lambda`.
+(re-exported here), the EM fit in :mod:`graphssl.inference.optimize.em`, the graph-discriminative
+lambda step in :mod:`graphssl.inference.optimize.harmonic_lambda`.
 """
 
 from __future__ import annotations

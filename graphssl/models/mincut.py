@@ -9,7 +9,8 @@ with the labelled examples L held at their labels. ``cut`` is, up to the constan
 ``sum_{i<j} w_ij``, the energy ``beta H`` of the zero-field Potts/Ising model at ``beta = 1``
 (``graphssl.models.potts.PottsModel``, Bergamim & Breve Eq. 11), so the minimum cut is the MAP
 labelling of the clamped binary Potts model (Sec. 4: "when you take the log, you get the
-mincut objective"). How the minimum is found (max-flow) lives in ``graphssl.inference.maxflow``.
+mincut objective"). How the minimum is found (max-flow) lives in
+``graphssl.inference.optimize.maxflow``.
 
 Paper symbols -> arguments: ``v+`` / ``v-`` -> the source / sink of :class:`CutNetwork`;
 ``L+`` / ``L-`` -> ``observed & (labels == 1)`` / ``observed & (labels == 0)``;

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from graphssl.graph import Graph
-from graphssl.inference.enumeration import enumerate_model
+from graphssl.inference.exact.enumeration import enumerate_model
 from graphssl.models.potts import PottsModel
 
 

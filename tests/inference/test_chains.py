@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from graphssl.inference import label_marginals, sample_chains, storage_dtype
-from graphssl.inference.icm import iterated_conditional_modes
+from graphssl.inference.optimize.icm import iterated_conditional_modes
 
 from .conftest import BURN_IN, N_CHAINS, N_SAMPLES
 

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from graphssl.inference.enumeration import (
+from graphssl.inference.exact.enumeration import (
     enumerate_configurations,
     enumerate_model,
     exact_expectation,

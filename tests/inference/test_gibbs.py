@@ -6,8 +6,13 @@ import numpy as np
 import pytest
 
 from graphssl.inference import chromatic_gibbs, sample_chains
-from graphssl.inference.gibbs import bucket_logits, color_classes, degree_buckets, greedy_coloring
-from graphssl.inference.kernels import sample_categorical_columns
+from graphssl.inference.mcmc.gibbs import (
+    bucket_logits,
+    color_classes,
+    degree_buckets,
+    greedy_coloring,
+)
+from graphssl.inference.mcmc.kernels import sample_categorical_columns
 from graphssl.models.potts import PottsModel
 
 from .conftest import BURN_IN, N_CHAINS, N_SAMPLES, VARIANTS, assert_matches_exact, random_graph
@@ -51,7 +56,7 @@ def test_greedy_coloring_is_proper():
 def test_jones_plassmann_is_the_greedy_colouring_in_its_order(seed):
     """The round-based colouring equals the one-node-at-a-time greedy pass visiting the nodes
     in decreasing (degree, random) priority -- the same rule, computed in parallel rounds."""
-    from graphssl.inference.gibbs import _csr
+    from graphssl.inference.mcmc.gibbs import _csr
 
     graph = random_graph(200, 0.05, seed=seed)
     colors = greedy_coloring(graph, order="jones_plassmann", seed=seed)
@@ -137,8 +142,8 @@ def test_prepared_model_gives_the_same_sweep(models):
     prepared model is the same transition (same key, same labels) as on the plain one, also
     inside ``compose``, and the prepared model still answers the model protocol."""
     from graphssl.inference import compose, permutation_move
-    from graphssl.inference.gibbs import PreparedModel
-    from graphssl.inference.kernels import prepared
+    from graphssl.inference.mcmc.gibbs import PreparedModel
+    from graphssl.inference.mcmc.kernels import prepared
 
     model = models[(True, True)]
     kernel = chromatic_gibbs(model.graph, layout="bucketed")

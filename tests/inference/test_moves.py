@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphssl.inference import LabelState, metropolis_hastings, sample_chains
-from graphssl.inference.moves import permutation_move, random_class_permutation
+from graphssl.inference.mcmc.moves import permutation_move, random_class_permutation
 
 from .conftest import BURN_IN, N_CHAINS, N_SAMPLES, VARIANTS, assert_matches_exact
 

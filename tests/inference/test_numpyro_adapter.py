@@ -4,7 +4,7 @@ import jax
 import numpy as np
 from numpyro.infer import MCMC
 
-from graphssl.inference.numpyro_adapter import NumpyroKernel
+from graphssl.inference.mcmc.numpyro_adapter import NumpyroKernel
 
 from .conftest import assert_matches_exact
 

@@ -7,7 +7,7 @@ import pytest
 from scipy.sparse import csgraph, csr_matrix
 
 from graphssl.inference import connected_components, sample_chains
-from graphssl.inference.swendsen_wang import sample_bonds
+from graphssl.inference.mcmc.swendsen_wang import sample_bonds
 
 from .conftest import BURN_IN, N_CHAINS, N_SAMPLES, VARIANTS, assert_matches_exact, random_graph
 

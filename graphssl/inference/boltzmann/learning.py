@@ -1,0 +1,138 @@
+"""Boltzmann-machine learning for the MRF of Zhu & Ghahramani (2002).
+
+Gradient ascent on ``log P(O_L | X, Theta) + log p(Theta)``.  The likelihood gradient is
+the clamped minus the unclamped expectation of the gradient of the negative energy,
+Eqs. (24), (38).  Since ``-energy(Y; Theta) = sum_{i<j} A_ij(Theta) delta(y_i,y_j) +
+sum_i h_i(y_i; Theta)`` is linear in the sufficient statistics, the expectations need only
+two moments per phase: the edge agreement probabilities ``m_e = P(y_i = y_j)`` and the node
+marginals ``p_ic``.  The gradient is then the ordinary gradient of
+
+    phi(Theta) = 1/2 sum_e A_e(Theta) (m^c_e - m^u_e) + sum_ic h_ic(Theta) p^c_ic
+                 - sum_ic h^u_ic(Theta) p^u_ic - l log(C - 1 + e^{e^gamma})
+
+at fixed moments, which reproduces Eqs. (41)-(44) term by term; the last term collects the
+summed-out observations of Eqs. (64) and (73) (their ``u`` parts cancel; Eq. 82).
+
+The implementation is split in three modules; this one re-exports their public names
+(``from graphssl.inference.boltzmann import learning as bl`` gives everything) and holds
+the posterior at learned parameters (Eq. 5):
+
+* ``boltzmann_expectations``: problem data, moments by exact enumeration and by chains,
+  the gradient and the log-likelihood (exact Eq. 82, estimate Eq. 27);
+* ``boltzmann_optimisation``: priors, the gradient oracle, the adaptive step of Sec. 3.1,
+  optax ascent, ``fit`` and random restarts (Sec. 5.2).
+
+Symbol map: see ``graphssl.models.boltzmann``.  ``BasicParams.log_sigma = log sigma``;
+``ExtendedParams`` = ``(alpha_0, alpha_1..D, beta_1..C, gamma)``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+from graphssl.inference.boltzmann.expectations import (
+    MAX_ENUMERATION,
+    METHODS,
+    BasicParams,
+    BoltzmannProblem,
+    ChainSettings,
+    Moments,
+    _models_jit,
+    chain_moments,
+    enumerate_moments,
+    exact_log_likelihood,
+    gradient,
+    log_likelihood_estimate,
+    models,
+    sampled_moments,
+)
+from graphssl.inference.boltzmann.optimisation import (
+    ExponentialSigmaPrior,
+    GradientOracle,
+    ThetaPrior,
+    adaptive_hill_climb,
+    fit,
+    log_prior,
+    optax_ascent,
+    random_restarts,
+    sample_initial_params,
+)
+
+__all__ = [
+    "MAX_ENUMERATION",
+    "METHODS",
+    "BasicParams",
+    "BoltzmannPosterior",
+    "BoltzmannProblem",
+    "ChainSettings",
+    "ExponentialSigmaPrior",
+    "GradientOracle",
+    "Moments",
+    "ThetaPrior",
+    "adaptive_hill_climb",
+    "chain_moments",
+    "enumerate_moments",
+    "exact_log_likelihood",
+    "fit",
+    "gradient",
+    "log_likelihood_estimate",
+    "log_prior",
+    "models",
+    "optax_ascent",
+    "posterior",
+    "random_restarts",
+    "sample_initial_params",
+    "sampled_moments",
+]
+
+
+# --------------------------------------------------------------------------- prediction
+class BoltzmannPosterior(NamedTuple):
+    """Posterior over the true labels given the observations, at fixed Theta (Eq. 5).
+
+    ``marginals[i, c] = P(y_i = c | O_L, X, Theta)``; ``posterior_mean_labels`` = per-node
+    argmax of the marginals (the paper's "MAP labeling", Eq. 5); ``map_labels`` = the single
+    most probable joint configuration (the mincut state of Sec. 7; exact by enumeration,
+    best visited state for chains); ``suspected_errors`` = indices of observed points whose
+    observed label is not the posterior-mean label; ``p_observed`` = ``P(y_i = o_i | O_L)``
+    (NaN where unobserved)."""
+
+    marginals: np.ndarray
+    posterior_mean_labels: np.ndarray
+    map_labels: np.ndarray
+    suspected_errors: np.ndarray
+    p_observed: np.ndarray
+
+
+def posterior(
+    problem: BoltzmannProblem,
+    theta,
+    *,
+    method="enumeration",
+    key=None,
+    chains: ChainSettings | None = None,
+) -> BoltzmannPosterior:
+    """Label posterior of the clamped phase (G for the extended model) at ``theta``."""
+    template = problem.template()
+    clamped, _, _ = _models_jit(template, problem.geometry, theta)
+    if method == "enumeration":
+        m = enumerate_moments(clamped)
+        mode = m.mode
+    else:
+        chains = (
+            ChainSettings(n_chains=4, n_samples=2000, burn_in=200) if chains is None else chains
+        )
+        key = jax.random.key(0) if key is None else key
+        m, samples = chain_moments(clamped, key, method, chains)
+        mode = samples.map_labels
+    marg = np.asarray(m.node_marginals)
+    labels = np.asarray(problem.labels)
+    obs = labels >= 0
+    mean_labels = marg.argmax(1)
+    p_obs = np.full(len(labels), np.nan)
+    p_obs[obs] = marg[obs, labels[obs]]
+    wrong = np.flatnonzero(obs & (mean_labels != labels))
+    return BoltzmannPosterior(marg, mean_labels, np.asarray(mode), wrong, p_obs)

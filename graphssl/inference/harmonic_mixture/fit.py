@@ -1,0 +1,304 @@
+"""Harmonic mixture training pipeline (Zhu & Lafferty 2005, Figs. 2-3) and Sec. 4 baselines.
+
+Step 1: EM for the mixture (:mod:`graphssl.inference.optimize.em`); the backbone Laplacian of
+Eq. (6)
+(dense responsibilities, sparse top-k responsibilities, or k-means hard clusters, see
+:mod:`graphssl.models.harmonic_backbone`); step 2: the convex lambda step of Eqs. (3)-(5)
+(:mod:`graphssl.inference.optimize.harmonic_lambda`, re-exported here). Also the baselines of Sec. 4
+('sample' with the Delalleau et al. extension, 'EM') and the decision rules (median(f)
+thresholding, class mass normalisation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from graphssl.inference.optimize.em import (
+    DEFAULT_OPTIONS,
+    EMOptions,
+    fit_em,
+    init_gaussian_mixture,
+    init_multinomial_mixture,
+    kmeans,
+    kmeans_assign,
+)
+from graphssl.inference.optimize.harmonic_lambda import (
+    LambdaInfo,
+    closed_form_lambda,
+    kkt_residual,
+    solve_box_qp,
+    solve_lambda,
+    split_backbone,
+)
+from graphssl.models.harmonic_backbone import (
+    backbone_laplacian,
+    mixture_lift,
+    neighbor_laplacian,
+    sparse_backbone_laplacian,
+    sparse_lift,
+    top_k_responsibilities,
+)
+from graphssl.models.harmonic_mixture import log_responsibilities
+
+__all__ = [
+    "LambdaInfo",
+    "HarmonicMixtureFit",
+    "split_backbone",
+    "closed_form_lambda",
+    "kkt_residual",
+    "solve_box_qp",
+    "solve_lambda",
+    "fit_harmonic_mixture",
+    "mixture_backbone",
+    "predict_proba",
+    "sample_baseline",
+    "median_threshold",
+    "class_mass_normalize",
+]
+
+
+# ----------------------------------------------------------------------------- pipeline
+
+
+@dataclasses.dataclass
+class HarmonicMixtureFit:
+    """Result of :func:`fit_harmonic_mixture`: the mixture with the graph-discriminative
+    lambda (``mixture.log_label_probs = log lambda``), EM's lambda, the backbone Laplacian,
+    the convergence records, wall-clock times (seconds) of the EM, the backbone and the
+    M x M solve, and ``backbone_info`` (how the backbone was formed: ``method`` 'dense',
+    'top_k' or 'hard'; for 'top_k' ``k`` and the dropped responsibility mass per row,
+    ``max_dropped`` / ``mean_dropped``)."""
+
+    mixture: object
+    label_probs: np.ndarray
+    label_probs_em: np.ndarray
+    backbone: np.ndarray
+    em_info: object
+    lambda_info: LambdaInfo
+    times: dict
+    centers: object = None
+    backbone_info: dict = dataclasses.field(default_factory=dict)
+
+
+_BACKBONE_CACHE: dict = {}
+
+
+def _compiled_backbone(kind, batch_size):
+    """Jitted dense backbone ``(mixture, X, labelled_index, nbr, w) -> [l+M, l+M]``."""
+    key = (kind, batch_size)
+    if key not in _BACKBONE_CACHE:
+        def run(mixture, X, lab_idx, nbr, w):
+            lift = mixture_lift(mixture, X, lab_idx)
+            return backbone_laplacian(lift, nbr, w, batch_size=batch_size)
+        _BACKBONE_CACHE[key] = jax.jit(run)
+    return _BACKBONE_CACHE[key]
+
+
+def mixture_backbone(mixture, X, labelled_index, neighbors, *, top_k=None, batch_size=None):
+    """Backbone Laplacian of Eq. (6) from a fitted mixture: ``(tilde Delta [l+M, l+M]
+    float64, info)``. ``top_k=None``: dense responsibilities (exact, streamed in JAX);
+    ``top_k = k_R``: each row of R keeps its k_R largest responsibilities, renormalised
+    (see :mod:`graphssl.models.harmonic_backbone`; ``info`` reports the dropped mass).
+    ``neighbors``: the ``(index, weight)`` table of ``Graph.padded_neighbors()``."""
+    nbr, w = neighbors
+    lab_idx = np.asarray(labelled_index)
+    if top_k is None:
+        w = jnp.asarray(w, X.dtype)
+        Lt = _compiled_backbone("mixture", batch_size)(mixture, X, jnp.asarray(lab_idx), nbr, w)
+        return np.asarray(jax.block_until_ready(Lt), np.float64), {"method": "dense"}
+    index, weight, dropped = top_k_responsibilities(mixture, X, top_k,
+                                                    batch_size=batch_size or 16384)
+    dropped = np.asarray(dropped, np.float64)
+    unl = np.ones(len(dropped), bool)
+    unl[lab_idx] = False
+    P = sparse_lift(index, weight, lab_idx, mixture.n_components)
+    Lt = sparse_backbone_laplacian(P, neighbor_laplacian(nbr, w))
+    info = {"method": "top_k", "k": int(top_k),
+            "max_dropped": float(dropped[unl].max(initial=0.0)),
+            "mean_dropped": float(dropped[unl].mean()) if unl.any() else 0.0}
+    return Lt, info
+
+
+def _initial_mixture(X, y, obs, n_components, C, key, mixture, covariance_type, em_options):
+    if mixture == "multinomial":
+        mix0 = init_multinomial_mixture(X, y, obs, n_components, C, key, options=em_options)
+        return mix0, jnp.asarray(X.todense() if hasattr(X, "todense") else X)
+    if mixture == "gaussian":
+        Xj = jnp.asarray(X)
+        return init_gaussian_mixture(Xj, y, obs, n_components, C, key,
+                                     covariance_type=covariance_type, options=em_options), Xj
+    raise ValueError(f"mixture: unknown {mixture!r}; use 'gaussian' or 'multinomial'")
+
+
+def fit_harmonic_mixture(
+    X,
+    labels,
+    graph,
+    *,
+    n_components: int,
+    n_classes: int | None = None,
+    mixture: str = "gaussian",
+    covariance_type: str = "full",
+    alpha: float = 0.0,
+    backbone: str = "mixture",
+    responsibility_top_k: int | None = None,
+    key=None,
+    em_options: EMOptions = DEFAULT_OPTIONS,
+    max_iter: int = 200,
+    tol: float = 1e-7,
+    batch_size: int | None = None,
+    neighbors=None,
+):
+    """Harmonic mixture training (Figs. 2-3): EM, the backbone Laplacian (Eq. 6), lambda.
+
+    Args:
+      X: ``[n, D]`` features, or counts ``[n, V]`` for ``mixture="multinomial"``.
+      labels: ``int[n]``, ``-1`` for unlabelled.
+      graph: :class:`graphssl.graph.Graph` over the same n points (or pass ``neighbors``,
+        the ``padded_neighbors()`` table, directly).
+      backbone: ``"mixture"`` (soft R from the fitted mixture) or ``"kmeans"`` (hard
+        clusters, Sec. 3.3, exact through the sparse lift; the mixture is still fitted for
+        prediction).
+      responsibility_top_k: with ``backbone="mixture"``, keep only the k_R largest
+        responsibilities per row (renormalised): backbone cost ``O(n k_R d)`` instead of
+        ``O(n M (d + M))``; ``None`` (default) = exact dense R.
+    """
+    if backbone not in ("mixture", "kmeans"):
+        raise ValueError(f"backbone: unknown {backbone!r}; use 'mixture' or 'kmeans'")
+    labels = np.asarray(labels)
+    observed = labels >= 0
+    lab_idx = np.flatnonzero(observed)
+    C = int(labels.max()) + 1 if n_classes is None else n_classes
+    key = jax.random.PRNGKey(0) if key is None else key
+    y = jnp.asarray(np.where(observed, labels, 0), jnp.int32)
+    obs = jnp.asarray(observed)
+    t0 = time.perf_counter()
+    mix0, Xj = _initial_mixture(X, y, obs, n_components, C, key, mixture, covariance_type,
+                                em_options)
+    mix, em_info = fit_em(mix0, Xj, y, obs, max_iter=max_iter, tol=tol, options=em_options)
+    jax.block_until_ready(mix)
+    t_em = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    nbr, w = graph.padded_neighbors() if neighbors is None else neighbors
+    centers = None
+    if backbone == "kmeans":
+        centers, assign, _ = kmeans(Xj, n_components, key)
+        P = sparse_lift(np.asarray(assign)[:, None], np.ones((len(labels), 1)), lab_idx,
+                        n_components)
+        Lt = sparse_backbone_laplacian(P, neighbor_laplacian(nbr, w))
+        bb_info = {"method": "hard"}
+    else:
+        Lt, bb_info = mixture_backbone(mix, Xj, lab_idx, (nbr, w),
+                                       top_k=responsibility_top_k, batch_size=batch_size)
+    t_backbone = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    A, B = split_backbone(Lt, len(lab_idx))
+    F = np.eye(C)[labels[lab_idx]]
+    lam_em = np.exp(np.asarray(mix.log_label_probs, np.float64))
+    log_r_lab = np.asarray(log_responsibilities(mix, Xj[lab_idx])) if alpha > 0 else None
+    lam, info = solve_lambda(A, B, F, alpha=alpha, labelled_log_resp=log_r_lab,
+                             lambda_em=lam_em)
+    t_solve = time.perf_counter() - t0
+    dt = mix.log_label_probs.dtype
+    log_lam = jnp.log(jnp.clip(jnp.asarray(lam, dt), jnp.finfo(dt).tiny, 1.0))
+    fitted = dataclasses.replace(mix, log_label_probs=log_lam)
+    times = {"em": t_em, "backbone": t_backbone, "solve": t_solve}
+    return HarmonicMixtureFit(fitted, lam, lam_em, Lt, em_info, info, times, centers, bb_info)
+
+
+def predict_proba(fit: HarmonicMixtureFit, X):
+    """Inductive p(y | x) = sum_m p(m | x) lambda_m for any points (Sec. 3.2, "unseen data");
+    with the k-means backbone, the nearest centre's lambda row."""
+    if fit.centers is not None:
+        a, _ = kmeans_assign(jnp.asarray(X), fit.centers)
+        return fit.label_probs[np.asarray(a)]
+    Xj = jnp.asarray(X.todense() if hasattr(X, "todense") else X)
+    log_r = np.asarray(_log_resp_jit(fit.mixture, Xj), np.float64)
+    return np.exp(log_r) @ fit.label_probs
+
+
+_log_resp_jit = jax.jit(log_responsibilities)
+
+
+# ----------------------------------------------------------------------------- baselines
+
+
+def sample_baseline(X, labels, n_samples: int, *, sigma: float, graph_builder, key=0,
+                    X_eval=None, harmonic=None):
+    """'sample' of Sec. 4: draw M unlabelled points, solve the harmonic function on the
+    (l + M)-node graph ``graph_builder(X_small)``, extend to other points by the Delalleau et
+    al. (2005) formula ``f_j = sum_i w_ij f_i / sum_i w_ij`` over the l + M nodes with
+    ``w_ij = exp(-||x_i - x_j||^2 / (2 sigma^2))`` (computed as a softmax: no underflow).
+
+    ``harmonic(graph, labels, n_classes)`` solves the small graph (default: a dense
+    least-squares harmonic function, robust to numerically disconnected samples; pass
+    ``graphssl.inference.optimize.baselines.harmonic_function`` for the sparse solver).
+    Returns ``(f on all n training points [n, C], f on X_eval or None)``.
+    """
+    if harmonic is None:
+        harmonic = _dense_harmonic
+    labels = np.asarray(labels)
+    rng = np.random.default_rng(key)
+    lab = np.flatnonzero(labels >= 0)
+    unl = np.flatnonzero(labels < 0)
+    picked = rng.choice(unl, size=min(n_samples, len(unl)), replace=False)
+    nodes = np.concatenate([lab, picked])
+    small_labels = np.concatenate([labels[lab], -np.ones(len(picked), int)])
+    C = int(labels.max()) + 1
+    f_small = harmonic(graph_builder(np.asarray(X)[nodes]), small_labels, n_classes=C)
+    f_small = np.asarray(f_small, np.float64)
+
+    def extend(Z):
+        Z = np.asarray(Z, np.float64)
+        S = np.asarray(X, np.float64)[nodes]
+        d2 = (Z * Z).sum(1)[:, None] - 2 * Z @ S.T + (S * S).sum(1)[None]
+        logits = -np.maximum(d2, 0) / (2 * sigma**2)
+        P = np.exp(logits - logits.max(1, keepdims=True))
+        return (P / P.sum(1, keepdims=True)) @ f_small
+
+    f_train = extend(X)
+    f_train[nodes] = f_small
+    return f_train, (None if X_eval is None else extend(X_eval))
+
+
+def _dense_harmonic(graph, labels, n_classes):
+    """Harmonic function on a small graph by a least-squares solve of
+    ``L_UU f_U = W_UL f_L``: robust to (numerically) disconnected sampled graphs, where a
+    sparse LU reports an exactly singular factor; unreached nodes get the uniform vector."""
+    W = graph.to_scipy().toarray() if hasattr(graph, "to_scipy") else np.asarray(graph)
+    lab = labels >= 0
+    F = np.zeros((len(labels), n_classes))
+    F[lab] = np.eye(n_classes)[labels[lab]]
+    L = np.diag(W.sum(1)) - W
+    rhs = W[np.ix_(~lab, lab)] @ F[lab]
+    f_u = np.linalg.lstsq(L[np.ix_(~lab, ~lab)], rhs, rcond=1e-12)[0]
+    f_u = np.clip(f_u, 0.0, None)
+    total = f_u.sum(1, keepdims=True)
+    F[~lab] = np.where(total > 1e-12, f_u / np.maximum(total, 1e-300), 1.0 / n_classes)
+    return F
+
+
+def median_threshold(f, threshold=None):
+    """Binary decision at median(f) (Sec. 4.1: classes assumed about equal in size).
+    ``f``: ``[n]`` scores p(y=1|x) or ``[n, 2]``. Returns ``(labels int[n], threshold)``."""
+    f = np.asarray(f, np.float64)
+    if f.ndim == 2:
+        f = f[:, 1]
+    t = float(np.median(f)) if threshold is None else float(threshold)
+    return (f > t).astype(int), t
+
+
+def class_mass_normalize(F, class_prior):
+    """Class mass normalisation (Zhu et al. 2003): scale column c by ``q_c / sum_i F_ic`` then
+    take the argmax. ``F [n, C]``, ``class_prior [C]``. Returns ``int[n]``."""
+    F = np.asarray(F, np.float64)
+    mass = F.sum(0)
+    q = np.asarray(class_prior, np.float64)
+    return np.argmax(F * (q / np.maximum(mass, 1e-300))[None], axis=1)

@@ -1,0 +1,333 @@
+"""Running many chains of a kernel: ``lax.scan`` inside ``vmap``, sharded across devices.
+
+``sample_chains`` drives any :class:`~graphssl.inference.mcmc.kernels.Kernel`. Step ``t`` of chain
+``c`` uses the key ``fold_in(chain_key[c], t)``, so the draws depend only on the seed and the
+global step index: a run stopped after ``m`` draws and resumed with ``resume=samples`` gives
+exactly the draws of an uninterrupted run, and chunking the scan (for the progress bar) does
+not change them either.
+
+Every retained draw also gets ``model.energy`` (computed once per draw, not per step, so
+thinning saves its cost) and each chain keeps its lowest-energy draw: the MAP candidate of
+Walder Sec. 5 ("the most likely state visited", here among the retained draws and the
+starting state), refined by :func:`graphssl.inference.optimize.icm.iterated_conditional_modes`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from graphssl.inference.mcmc.kernels import merge_kernel, prepared, split_kernel
+
+__all__ = ["Samples", "sample_chains", "label_marginals", "storage_dtype"]
+
+
+class Samples(NamedTuple):
+    """Output of :func:`sample_chains`.
+
+    Attributes:
+      labels: ``int8/int16[chains, draws, n]`` retained labels (after burn-in, every ``thin``).
+      energy: ``float[chains, draws]`` energy of each retained state.
+      stats: ``dict[str, [chains, draws]]`` move statistics of the kernel's ``info``; with
+        ``thin > 1`` the mean over the ``thin`` steps leading to the draw.
+      final_state: batched kernel state after the last step (leading axis = chains).
+      map_labels: ``int32[n]`` lowest-energy retained draw (or start) over all chains.
+      map_energy: its energy.
+      chain_map_labels: ``int32[chains, n]``; chain_map_energy: ``float[chains]``.
+      chain_keys: per-chain PRNG keys (for resuming).
+      n_steps: steps done per chain (burn-in included); burn_in, thin: the run's settings.
+      n_classes: number of classes of the model.
+    """
+
+    labels: jax.Array
+    energy: jax.Array
+    stats: dict
+    final_state: Any
+    map_labels: jax.Array
+    map_energy: jax.Array
+    chain_map_labels: jax.Array
+    chain_map_energy: jax.Array
+    chain_keys: jax.Array
+    n_steps: int
+    burn_in: int
+    thin: int
+    n_classes: int
+
+
+def storage_dtype(n_classes: int):
+    """Smallest signed integer dtype holding labels ``0..n_classes-1`` (int8/int16/int32)."""
+    if n_classes <= 127:
+        return jnp.int8
+    if n_classes <= 32767:
+        return jnp.int16
+    return jnp.int32
+
+
+def _track_map(state, best_e, best_y, energy):
+    better = energy < best_e
+    return jnp.where(better, energy, best_e), jnp.where(better, state.labels, best_y)
+
+
+def _window(d, start, n_burn, thin):
+    """Global steps ``[begin, end)`` leading to draw ``d`` of a chunk; the chunk's first
+    draw also runs the ``n_burn`` burn-in steps."""
+    first = d == 0
+    begin = start + jnp.where(first, 0, n_burn + d * thin)
+    return begin, begin + jnp.where(first, n_burn + thin, thin)
+
+
+def _run_fn(kernel, n_draws: int, thin: int, dtype, method: str = "vectorized"):
+    """Jitted map over chains (``vmap``, or ``lax.map`` for ``method="sequential"``) of:
+    ``n_burn`` (traced) burn-in steps, then ``n_draws`` draws ``thin`` steps apart. The
+    kernel step is traced once (one ``while_loop`` body). The kernel's arrays are passed as
+    arguments (:func:`~graphssl.inference.mcmc.kernels.split_kernel`), never embedded."""
+    arrays, static = split_kernel(kernel)
+    run = _run_fn_static(static, n_draws, thin, dtype, method)
+    return functools.partial(run, arrays)
+
+
+@functools.lru_cache(maxsize=64)
+def _run_fn_static(static, n_draws: int, thin: int, dtype, method: str):
+    def run(arrays, model, chain_key, carry, start, n_burn):
+        kernel = merge_kernel(arrays, static)
+        step_model = prepared(kernel, model)  # once per run, outside the loops
+        _, info0 = jax.eval_shape(
+            lambda c: kernel.step(step_model, chain_key, c[0]), carry
+        )
+        zeros = jax.tree_util.tree_map(
+            lambda s: jnp.zeros(s.shape, s.dtype if thin == 1 else jnp.float32), info0
+        )
+
+        def draw(c, d):
+            begin, end = _window(d, start, n_burn, thin)
+
+            def body(t, inner):
+                state, acc = inner
+                state, info = kernel.step(step_model, jax.random.fold_in(chain_key, t), state)
+                if thin == 1:
+                    acc = info
+                else:
+                    keep = t >= end - thin
+                    acc = jax.tree_util.tree_map(
+                        lambda a, v: a + jnp.where(keep, v.astype(jnp.float32), 0.0), acc, info
+                    )
+                return state, acc
+
+            state, acc = jax.lax.fori_loop(begin, end, body, (c[0], zeros))
+            energy = model.energy(state.labels)
+            c = (state, *_track_map(state, c[1], c[2], energy))
+            if thin > 1:
+                acc = jax.tree_util.tree_map(lambda a: a / thin, acc)
+            return c, (state.labels.astype(dtype), energy, acc)
+
+        return jax.lax.scan(draw, carry, jnp.arange(n_draws))
+
+    if method == "sequential":
+        def each(arrays, model, keys, carry, start, n_burn):
+            return jax.lax.map(lambda a: run(arrays, model, a[0], a[1], start, n_burn),
+                               (keys, carry))
+
+        return jax.jit(each)
+    return jax.jit(jax.vmap(run, in_axes=(None, None, 0, 0, None, None)))
+
+
+def _chain_method(method: str, n_chains: int) -> str:
+    if method not in ("auto", "vectorized", "sequential"):
+        raise ValueError(
+            f"chain_method must be 'auto', 'vectorized' or 'sequential', got {method!r}"
+        )
+    if method != "auto":
+        return method
+    single_cpu = jax.local_device_count() == 1 and jax.default_backend() == "cpu"
+    return "sequential" if single_cpu and n_chains > 1 else "vectorized"
+
+
+@functools.lru_cache(maxsize=64)
+def _init_fn(init_fn, with_labels: bool):
+    """Keyed by the kernel's ``init`` (shared by all label kernels: one compile for all)."""
+
+    def init(model, key, labels):
+        state = init_fn(model, key, labels if with_labels else None)
+        return state, model.energy(state.labels), state.labels
+
+    return jax.jit(jax.vmap(init, in_axes=(None, 0, 0 if with_labels else None)))
+
+
+def _shard(tree, n_chains: int):
+    """Place the chain axis across local devices when there are several and they divide it."""
+    devices = jax.local_devices()
+    if len(devices) < 2 or n_chains % len(devices):
+        return tree
+    mesh = jax.sharding.Mesh(np.asarray(devices), ("chains",))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("chains"))
+    return jax.device_put(tree, sharding)
+
+
+def _chunks(total: int, size: int) -> list[int]:
+    size = max(1, min(size, total)) if total else 1
+    sizes = [size] * (total // size)
+    if total % size:
+        sizes.append(total % size)
+    return sizes
+
+
+def _check_run_args(n_chains, n_samples, burn_in, thin):
+    for name, value, low in (("n_chains", n_chains, 1), ("n_samples", n_samples, 0),
+                             ("burn_in", burn_in, 0), ("thin", thin, 1)):
+        if int(value) != value or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _initial_carry(kernel, model, key, n_chains, init_labels):
+    init_key, chains_key = jax.random.split(key)
+    chain_keys = jax.random.split(chains_key, n_chains)
+    init_keys = jax.random.split(init_key, n_chains)
+    if init_labels is None:
+        return chain_keys, _init_fn(kernel.init, False)(model, init_keys, None)
+    init_labels = jnp.asarray(init_labels, jnp.int32)
+    if init_labels.shape == (model.n_nodes,):
+        init_labels = jnp.broadcast_to(init_labels, (n_chains, model.n_nodes))
+    if init_labels.shape != (n_chains, model.n_nodes):
+        raise ValueError(
+            f"init_labels must have shape ({model.n_nodes},) or ({n_chains}, "
+            f"{model.n_nodes}), got {init_labels.shape}"
+        )
+    return chain_keys, _init_fn(kernel.init, True)(model, init_keys, init_labels)
+
+
+def sample_chains(
+    kernel,
+    model,
+    key: jax.Array,
+    n_chains: int = 4,
+    n_samples: int = 1000,
+    burn_in: int = 100,
+    thin: int = 1,
+    progress: bool = False,
+    *,
+    resume: Samples | None = None,
+    init_labels: jax.Array | None = None,
+    chunk_size: int | None = None,
+    chain_method: str = "auto",
+) -> Samples:
+    """Run ``n_chains`` chains of ``kernel`` on ``model``.
+
+    Args:
+      kernel: a ``Kernel(init, step)``.
+      model: a protocol model (``energy``, ``n_classes``, ...); a pytree, so new parameter
+        values reuse the compiled scan.
+      key: PRNG key (ignored when resuming: the chains' own keys continue).
+      n_chains, n_samples, burn_in, thin: ``burn_in`` steps are discarded, then every
+        ``thin``-th of ``n_samples * thin`` steps is kept.
+      progress: tqdm bar over chunks of ``chunk_size`` draws.
+      resume: a previous result; continues its chains for ``n_samples`` more draws (same
+        ``thin``; ``burn_in``/``n_chains``/``init_labels`` ignored) and returns all draws,
+        identical to one uninterrupted run.
+      init_labels: ``int[n]`` or ``int[chains, n]`` starting labels (default random).
+      chunk_size: draws per compiled scan (default all of them, or ~1/20 with ``progress``).
+      chain_method: ``"vectorized"`` (``vmap`` over chains; with several local devices
+        dividing ``n_chains`` the chain axis is sharded across them), ``"sequential"``
+        (``lax.map``: one chain after another inside one compiled call) or ``"auto"``:
+        sequential on a single CPU device — there XLA's batched gathers/scatters halved the
+        per-chain throughput of chromatic Gibbs (benchmarks/bench_samplers.py) — else
+        vectorized. Both give the same draws (up to floating-point summation order).
+    """
+    _check_run_args(n_chains, n_samples, burn_in, thin)
+    dtype = storage_dtype(model.n_classes)
+    n_total = resume.chain_keys.shape[0] if resume is not None else n_chains
+    method = _chain_method(chain_method, n_total)
+    if resume is not None:
+        if thin != resume.thin and thin != 1:
+            raise ValueError(f"thin={thin} differs from the resumed run's thin={resume.thin}")
+        thin, burn_in = resume.thin, resume.burn_in
+        chain_keys = resume.chain_keys
+        n_chains = chain_keys.shape[0]
+        carry = (resume.final_state, resume.chain_map_energy, resume.chain_map_labels)
+        start, todo_burn = resume.n_steps, 0
+    else:
+        chain_keys, carry = _initial_carry(kernel, model, key, n_chains, init_labels)
+        start, todo_burn = 0, burn_in
+    chain_keys, carry = _shard((chain_keys, carry), n_chains)
+    if chunk_size is None:
+        chunk_size = max(1, -(-n_samples // 20)) if progress else max(n_samples, 1)
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=todo_burn + n_samples * thin, disable=not progress, unit="step")
+    outputs = []
+    sizes = _chunks(n_samples, chunk_size) if n_samples else []
+    if todo_burn and not sizes:  # burn-in only: run it through a one-draw chunk, drop the draw
+        run = _run_fn(kernel, 1, 1, dtype, method)
+        carry, _ = run(model, chain_keys, carry, start, todo_burn - 1)
+        start, todo_burn = start + todo_burn, 0
+        bar.update(start)
+    for size in sizes:
+        run = _run_fn(kernel, size, thin, dtype, method)
+        carry, out = run(model, chain_keys, carry, start, todo_burn)
+        outputs.append(out)
+        start += todo_burn + size * thin
+        bar.update(todo_burn + size * thin)
+        todo_burn = 0
+    bar.close()
+    return _assemble(outputs, carry, chain_keys, start, burn_in, thin, model, resume, n_chains)
+
+
+def _assemble(outputs, carry, chain_keys, n_steps, burn_in, thin, model, resume, n_chains):
+    dtype = storage_dtype(model.n_classes)
+    if outputs:
+        labels = jnp.concatenate([o[0] for o in outputs], axis=1)
+        energy = jnp.concatenate([o[1] for o in outputs], axis=1)
+        stats = jax.tree_util.tree_map(
+            lambda *v: jnp.concatenate(v, axis=1), *[o[2] for o in outputs]
+        )
+    else:
+        labels = jnp.zeros((n_chains, 0, model.n_nodes), dtype)
+        energy = jnp.zeros((n_chains, 0), carry[1].dtype)
+        stats = {}
+    if resume is not None and resume.labels.shape[1]:
+        labels = jnp.concatenate([resume.labels, labels], axis=1)
+        energy = jnp.concatenate([resume.energy, energy], axis=1)
+        stats = (
+            jax.tree_util.tree_map(
+                lambda a, b: jnp.concatenate([a, b], axis=1), resume.stats, stats
+            )
+            if stats
+            else resume.stats
+        )
+    state, best_e, best_y = carry
+    best = jnp.argmin(best_e)
+    return Samples(
+        labels=labels,
+        energy=energy,
+        stats=dict(stats),
+        final_state=state,
+        map_labels=best_y[best],
+        map_energy=best_e[best],
+        chain_map_labels=best_y,
+        chain_map_energy=best_e,
+        chain_keys=chain_keys,
+        n_steps=int(n_steps),
+        burn_in=int(burn_in),
+        thin=int(thin),
+        n_classes=int(model.n_classes),
+    )
+
+
+def label_marginals(samples, n_classes: int | None = None) -> jax.Array:
+    """Posterior class marginals ``float[n, C]``: frequency of each label over chains × draws.
+
+    ``samples`` is a :class:`Samples` or a label array ``[..., n]``.
+    """
+    labels = samples.labels if isinstance(samples, Samples) else jnp.asarray(samples)
+    if n_classes is None:
+        if not isinstance(samples, Samples):
+            raise ValueError("n_classes is required when samples is a plain label array")
+        n_classes = samples.n_classes
+    flat = labels.reshape(-1, labels.shape[-1])
+    if flat.shape[0] == 0:
+        raise ValueError("samples holds no draws; run with n_samples >= 1")
+    counts = [jnp.sum(flat == c, axis=0, dtype=jnp.int32) for c in range(n_classes)]
+    return jnp.stack(counts, axis=1).astype(jnp.result_type(float)) / flat.shape[0]

@@ -1,0 +1,118 @@
+"""numpyro ``MCMCKernel`` over our kernels, so ``numpyro.infer.MCMC`` drives them.
+
+``MCMC(NumpyroKernel(kernel, model), num_warmup=..., num_samples=..., num_chains=...,
+chain_method="vectorized")`` gives numpyro's progress bar, chain methods, thinning,
+``get_samples()["labels"]`` (``[draws, n]``, compact int8/int16) and ``print_summary()``.
+The energy and the kernel's move statistics come back through
+``mcmc.run(key, extra_fields=("energy", "stats"))`` / ``mcmc.get_extra_fields()``.
+
+As in :func:`graphssl.inference.sample_chains`, step ``t`` of a chain uses the key
+``fold_in(chain_key, t)``. numpyro facts this relies on (see DESIGN.md): with
+``chain_method="vectorized"`` ``init`` receives a batch of keys and ``sample`` a batched
+state (we vmap ourselves, branching on ``numpyro.util.is_prng_key`` as numpyro's HMC does);
+``az.from_numpyro`` reads ``mcmc.sampler.model``, so ``model`` is an attribute (``None``: our
+label model is ``label_model``). The model may also be passed at run time,
+``mcmc.run(key, model)``, which lets numpyro's ``jit_model_args`` reuse one compile.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from numpyro.infer.mcmc import MCMCKernel
+from numpyro.util import is_prng_key
+
+from graphssl.inference.mcmc.chains import storage_dtype
+
+__all__ = ["NumpyroKernel", "NumpyroState"]
+
+
+class NumpyroState(NamedTuple):
+    """``i``: steps done; ``z``: ``{"labels": int8/16[n]}`` (the sample field);
+    ``energy``; ``stats``: the kernel's info; ``kernel_state``; ``rng_key``: the chain key."""
+
+    i: jax.Array
+    z: dict
+    energy: jax.Array
+    stats: dict
+    kernel_state: Any
+    rng_key: jax.Array
+
+
+class NumpyroKernel(MCMCKernel):
+    """Wrap ``kernel`` (a ``Kernel(init, step)``) and a label ``model`` for numpyro's MCMC.
+
+    ``init_params`` (numpyro's argument) may be ``{"labels": int[n]}`` or ``int[n]``
+    (``[chains, n]`` when vectorized).
+    """
+
+    sample_field = "z"
+
+    def __init__(self, kernel, model=None):
+        self.kernel = kernel
+        self.label_model = model
+        self.model = None  # read by az.from_numpyro; we are not a numpyro model
+        self._init_single = jax.jit(self._init_one)
+        self._init_batched = jax.jit(jax.vmap(self._init_one, in_axes=(None, 0, None)))
+        self._init_batched_labels = jax.jit(jax.vmap(self._init_one, in_axes=(None, 0, 0)))
+
+    def _model(self, model_args):
+        model = model_args[0] if model_args else self.label_model
+        if model is None:
+            raise ValueError("no label model: pass NumpyroKernel(kernel, model) or run(key, model)")
+        return model
+
+    @property
+    def default_fields(self):
+        return ("z",)
+
+    def _init_one(self, model, rng_key, labels):
+        init_key, chain_key = jax.random.split(rng_key)
+        state = self.kernel.init(model, init_key, labels)
+        _, info = jax.eval_shape(lambda s: self.kernel.step(model, chain_key, s), state)
+        stats = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), info)
+        dtype = storage_dtype(model.n_classes)
+        return NumpyroState(
+            i=jnp.int32(0),
+            z={"labels": state.labels.astype(dtype)},
+            energy=model.energy(state.labels),
+            stats=stats,
+            kernel_state=state,
+            rng_key=chain_key,
+        )
+
+    def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
+        model = self._model(model_args)
+        labels = init_params.get("labels") if isinstance(init_params, dict) else init_params
+        if is_prng_key(rng_key):
+            return self._init_single(model, rng_key, labels)
+        if labels is None or jnp.ndim(labels) == 1:
+            return self._init_batched(model, rng_key, labels)
+        return self._init_batched_labels(model, rng_key, labels)
+
+    def _sample_one(self, model, state):
+        key = jax.random.fold_in(state.rng_key, state.i)
+        kernel_state, info = self.kernel.step(model, key, state.kernel_state)
+        labels = kernel_state.labels
+        return NumpyroState(
+            i=state.i + 1,
+            z={"labels": labels.astype(state.z["labels"].dtype)},
+            energy=model.energy(labels),
+            stats=info,
+            kernel_state=kernel_state,
+            rng_key=state.rng_key,
+        )
+
+    def sample(self, state, model_args, model_kwargs):
+        model = self._model(model_args)
+        if jnp.ndim(state.i) == 0:
+            return self._sample_one(model, state)
+        return jax.vmap(self._sample_one, in_axes=(None, 0))(model, state)
+
+    def postprocess_fn(self, model_args, model_kwargs):
+        return lambda z: z
+
+    def get_diagnostics_str(self, state):
+        return f"energy {float(jnp.mean(state.energy)):.4g}"

@@ -1,0 +1,4 @@
+"""Optimisers and closed-form solves: mean field (:mod:`.mean_field`), EM (:mod:`.em`), ICM
+(:mod:`.icm`), k-means (:mod:`.kmeans`), max-flow (:mod:`.maxflow`), the harmonic-mixture
+convex solve (:mod:`.harmonic_lambda`) and the GRF / LGC / Parzen / graph-kNN closed forms
+with their linear solvers (:mod:`.baselines`)."""
