@@ -23,7 +23,7 @@ import numpy as np
 
 from graphssl.inference.mcmc.kernels import merge_kernel, prepared, split_kernel
 
-__all__ = ["Samples", "sample_chains", "label_marginals", "storage_dtype"]
+__all__ = ["Samples", "sample_chains", "label_energy", "label_marginals", "storage_dtype"]
 
 
 class Samples(NamedTuple):
@@ -80,18 +80,25 @@ def _window(d, start, n_burn, thin):
     return begin, begin + jnp.where(first, n_burn + thin, thin)
 
 
-def _run_fn(kernel, n_draws: int, thin: int, dtype, method: str = "vectorized"):
+def label_energy(model, state) -> jax.Array:
+    """The default per-draw energy of :func:`sample_chains`: ``model.energy(state.labels)``."""
+    return model.energy(state.labels)
+
+
+def _run_fn(kernel, n_draws: int, thin: int, dtype, method: str = "vectorized",
+            energy_fn=label_energy, batched_model: bool = False):
     """Jitted map over chains (``vmap``, or ``lax.map`` for ``method="sequential"``) of:
     ``n_burn`` (traced) burn-in steps, then ``n_draws`` draws ``thin`` steps apart. The
     kernel step is traced once (one ``while_loop`` body). The kernel's arrays are passed as
     arguments (:func:`~graphssl.inference.mcmc.kernels.split_kernel`), never embedded."""
     arrays, static = split_kernel(kernel)
-    run = _run_fn_static(static, n_draws, thin, dtype, method)
+    run = _run_fn_static(static, n_draws, thin, dtype, method, energy_fn, batched_model)
     return functools.partial(run, arrays)
 
 
 @functools.lru_cache(maxsize=64)
-def _run_fn_static(static, n_draws: int, thin: int, dtype, method: str):
+def _run_fn_static(static, n_draws: int, thin: int, dtype, method: str, energy_fn=label_energy,
+                   batched_model: bool = False):
     def run(arrays, model, chain_key, carry, start, n_burn):
         kernel = merge_kernel(arrays, static)
         step_model = prepared(kernel, model)  # once per run, outside the loops
@@ -118,7 +125,7 @@ def _run_fn_static(static, n_draws: int, thin: int, dtype, method: str):
                 return state, acc
 
             state, acc = jax.lax.fori_loop(begin, end, body, (c[0], zeros))
-            energy = model.energy(state.labels)
+            energy = energy_fn(model, state)
             c = (state, *_track_map(state, c[1], c[2], energy))
             if thin > 1:
                 acc = jax.tree_util.tree_map(lambda a: a / thin, acc)
@@ -128,11 +135,15 @@ def _run_fn_static(static, n_draws: int, thin: int, dtype, method: str):
 
     if method == "sequential":
         def each(arrays, model, keys, carry, start, n_burn):
+            if batched_model:  # one model per chain: map over it too
+                return jax.lax.map(lambda a: run(arrays, a[2], a[0], a[1], start, n_burn),
+                                   (keys, carry, model))
             return jax.lax.map(lambda a: run(arrays, model, a[0], a[1], start, n_burn),
                                (keys, carry))
 
         return jax.jit(each)
-    return jax.jit(jax.vmap(run, in_axes=(None, None, 0, 0, None, None)))
+    model_axis = 0 if batched_model else None
+    return jax.jit(jax.vmap(run, in_axes=(None, model_axis, 0, 0, None, None)))
 
 
 def _chain_method(method: str, n_chains: int) -> str:
@@ -147,14 +158,15 @@ def _chain_method(method: str, n_chains: int) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _init_fn(init_fn, with_labels: bool):
+def _init_fn(init_fn, with_labels: bool, energy_fn=label_energy, batched_model: bool = False):
     """Keyed by the kernel's ``init`` (shared by all label kernels: one compile for all)."""
 
     def init(model, key, labels):
         state = init_fn(model, key, labels if with_labels else None)
-        return state, model.energy(state.labels), state.labels
+        return state, energy_fn(model, state), state.labels
 
-    return jax.jit(jax.vmap(init, in_axes=(None, 0, 0 if with_labels else None)))
+    model_axis = 0 if batched_model else None
+    return jax.jit(jax.vmap(init, in_axes=(model_axis, 0, 0 if with_labels else None)))
 
 
 def _shard(tree, n_chains: int):
@@ -182,12 +194,14 @@ def _check_run_args(n_chains, n_samples, burn_in, thin):
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
-def _initial_carry(kernel, model, key, n_chains, init_labels):
+def _initial_carry(kernel, model, key, n_chains, init_labels, energy_fn=label_energy,
+                   batched_model=False):
     init_key, chains_key = jax.random.split(key)
     chain_keys = jax.random.split(chains_key, n_chains)
     init_keys = jax.random.split(init_key, n_chains)
     if init_labels is None:
-        return chain_keys, _init_fn(kernel.init, False)(model, init_keys, None)
+        return chain_keys, _init_fn(kernel.init, False, energy_fn, batched_model)(
+            model, init_keys, None)
     init_labels = jnp.asarray(init_labels, jnp.int32)
     if init_labels.shape == (model.n_nodes,):
         init_labels = jnp.broadcast_to(init_labels, (n_chains, model.n_nodes))
@@ -196,7 +210,8 @@ def _initial_carry(kernel, model, key, n_chains, init_labels):
             f"init_labels must have shape ({model.n_nodes},) or ({n_chains}, "
             f"{model.n_nodes}), got {init_labels.shape}"
         )
-    return chain_keys, _init_fn(kernel.init, True)(model, init_keys, init_labels)
+    return chain_keys, _init_fn(kernel.init, True, energy_fn, batched_model)(
+        model, init_keys, init_labels)
 
 
 def sample_chains(
@@ -213,6 +228,8 @@ def sample_chains(
     init_labels: jax.Array | None = None,
     chunk_size: int | None = None,
     chain_method: str = "auto",
+    energy=None,
+    batched_model: bool = False,
 ) -> Samples:
     """Run ``n_chains`` chains of ``kernel`` on ``model``.
 
@@ -235,7 +252,15 @@ def sample_chains(
         sequential on a single CPU device — there XLA's batched gathers/scatters halved the
         per-chain throughput of chromatic Gibbs (benchmarks/bench_samplers.py) — else
         vectorized. Both give the same draws (up to floating-point summation order).
+      energy: ``(model, state) -> float``, the energy recorded per draw and minimised by the
+        MAP tracking; default :func:`label_energy` (``model.energy(state.labels)``). A
+        kernel whose state holds more than labels (the diffusion mixture's centres) passes
+        the energy of its whole state. A plain function (it keys the compile cache).
+      batched_model: the model's array leaves carry a leading axis of length ``n_chains``
+        and chain ``c`` runs model ``c`` (many models, e.g. one per data split, in one
+        compiled call). Give ``init_labels`` as ``int[chains, n]`` then.
     """
+    energy_fn = label_energy if energy is None else energy
     _check_run_args(n_chains, n_samples, burn_in, thin)
     dtype = storage_dtype(model.n_classes)
     n_total = resume.chain_keys.shape[0] if resume is not None else n_chains
@@ -249,7 +274,8 @@ def sample_chains(
         carry = (resume.final_state, resume.chain_map_energy, resume.chain_map_labels)
         start, todo_burn = resume.n_steps, 0
     else:
-        chain_keys, carry = _initial_carry(kernel, model, key, n_chains, init_labels)
+        chain_keys, carry = _initial_carry(kernel, model, key, n_chains, init_labels, energy_fn,
+                                           batched_model)
         start, todo_burn = 0, burn_in
     chain_keys, carry = _shard((chain_keys, carry), n_chains)
     if chunk_size is None:
@@ -260,12 +286,12 @@ def sample_chains(
     outputs = []
     sizes = _chunks(n_samples, chunk_size) if n_samples else []
     if todo_burn and not sizes:  # burn-in only: run it through a one-draw chunk, drop the draw
-        run = _run_fn(kernel, 1, 1, dtype, method)
+        run = _run_fn(kernel, 1, 1, dtype, method, energy_fn, batched_model)
         carry, _ = run(model, chain_keys, carry, start, todo_burn - 1)
         start, todo_burn = start + todo_burn, 0
         bar.update(start)
     for size in sizes:
-        run = _run_fn(kernel, size, thin, dtype, method)
+        run = _run_fn(kernel, size, thin, dtype, method, energy_fn, batched_model)
         carry, out = run(model, chain_keys, carry, start, todo_burn)
         outputs.append(out)
         start += todo_burn + size * thin
