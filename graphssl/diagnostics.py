@@ -1,22 +1,46 @@
-"""Results of label samplers as ArviZ data, MAP vs posterior-mean reports, convergence, plots.
+"""Results of label samplers as ArviZ data, convergence checks, MAP vs posterior mean, plots.
 
-Raw per-node label indicators are poor convergence diagnostics for label models (DESIGN.md,
-"Known facts"): a clamped node never changes (R-hat NaN, ESS = draws), and the global
-label-permutation move (Zhu & Ghahramani Sec. 3.3) scrambles labels between draws, so healthy
-chains show R-hat >> 1 on indicators. :func:`convergence_summary` therefore also reports
-R-hat / ESS on permutation-invariant quantities: the energy, the co-assignment
-``[y_i = y_j]`` of node pairs and the sorted class sizes ("cluster sizes").
+Raw per-node label indicators are poor convergence diagnostics for label models: a clamped
+node never changes (R-hat NaN, ESS = draws), and a label-permutation move (Zhu & Ghahramani
+Sec. 3.3) scrambles labels between draws, so healthy chains show R-hat >> 1 on indicators.
+What is judged instead are permutation-invariant statistics
+(:mod:`graphssl.inference.mcmc.statistics`): the energy, the sorted class sizes and the
+co-assignment ``[y_i = y_j]`` of a fixed, documented set of node pairs
+(:func:`~graphssl.inference.mcmc.statistics.default_pairs`: 10 pairs of unlabelled nodes drawn
+by ``numpy.random.default_rng(0)``). :func:`to_arviz` puts exactly these in the ``posterior``
+group, so ``az.summary(idata)`` and ``az.plot_trace(idata)`` with their defaults show them;
+:func:`check_convergence` applies the rule (R-hat <= 1.01, ESS >= 100) and warns with a
+:class:`ConvergenceWarning` naming the fix.
 
 Inputs are :class:`graphssl.inference.Samples` (``labels [chains, draws, n]``, ``energy``,
-``stats``, ``map_labels``).
+``stats``, ``map_labels``, ``n_classes``) or any record with those fields.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
+from graphssl.inference.mcmc.statistics import (
+    DEFAULT_N_PAIRS,
+    ConvergenceReport,
+    ConvergenceWarning,
+    convergence_report,
+    default_pairs,
+    invariant_statistics,
+    rhat_ess,
+    thin_draws,
+)
+from graphssl.inference.mcmc.statistics import class_sizes as _class_sizes
+from graphssl.inference.mcmc.statistics import coassignment as _coassignment
+
 __all__ = [
+    "ConvergenceWarning",
+    "ConvergenceReport",
     "to_arviz",
+    "check_convergence",
+    "default_pairs",
     "posterior_mean_labels",
     "map_vs_posterior_mean",
     "coassignment",
@@ -35,56 +59,180 @@ def _marginals(labels: np.ndarray, n_classes: int) -> np.ndarray:
     return np.stack([(flat == c).mean(axis=0) for c in range(n_classes)], axis=1)
 
 
-def to_arviz(samples, *, model=None, node_names=None, class_names=None):
-    """ArviZ 1.x ``DataTree`` of a sampler run.
+def _training_labels(n: int, model, observed_labels):
+    """``int[n]`` training labels (-1 = unlabelled) from the argument, else the model's
+    clamped nodes; None when neither says anything."""
+    if observed_labels is not None:
+        y = np.asarray(observed_labels)
+        if y.shape != (n,) or not np.issubdtype(y.dtype, np.integer):
+            raise ValueError(f"observed_labels must be int[{n}] with -1 for unlabelled nodes, "
+                             f"got {y.dtype}{list(y.shape)}")
+        return y.astype(np.int64)
+    if model is not None and hasattr(model, "observed"):
+        observed = np.asarray(model.observed, dtype=bool)
+        return np.where(observed, np.asarray(model.labels), -1).astype(np.int64)
+    return None
 
-    Groups: ``posterior`` (``labels [chain, draw, node]``), ``sample_stats`` (``energy`` and
-    every move statistic: acceptance, cluster counts, component rounds, ...),
-    ``observed_data`` (``observed_labels`` of the clamped nodes, when ``model`` is given)
-    and ``constant_data`` (``label_marginals [node, class]`` — the posterior mean of the
-    one-hot labels — plus ``map_labels`` and ``posterior_mean_labels [node]``).
+
+def _pairs(n: int, model, observed_labels, pairs, n_pairs: int) -> np.ndarray:
+    """Explicit ``pairs``, or :func:`default_pairs` over the nodes without a training label."""
+    if pairs is not None:
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        if pairs.size and (pairs.min() < 0 or pairs.max() >= n):
+            raise ValueError(f"pairs must hold node indices in 0..{n - 1}")
+        return pairs
+    y = _training_labels(n, model, observed_labels)
+    return default_pairs(n, None if y is None else y >= 0, n_pairs=n_pairs, seed=0)
+
+
+def _extras(extra_posterior, shape) -> dict:
+    out = {}
+    for name, value in (extra_posterior or {}).items():
+        value = np.asarray(value)
+        if value.shape[:2] != shape:
+            raise ValueError(f"extra_posterior[{name!r}] must have leading shape {shape} "
+                             f"(chains, draws), got {value.shape}")
+        out[name] = value
+    return out
+
+
+def to_arviz(samples, *, model=None, observed_labels=None, pairs=None,
+             n_pairs: int = DEFAULT_N_PAIRS, extra_posterior=None, extra_dims=None,
+             extra_coords=None, node_names=None, class_names=None):
+    """ArviZ 1.x ``DataTree`` of a sampler run, laid out for ArviZ's defaults.
+
+    Groups:
+      ``posterior`` (what ``az.summary`` / ``az.plot_trace`` show; all permutation invariant):
+        ``energy [chain, draw]`` (``-log p(y) + const``), ``class_sizes [chain, draw,
+        size_rank]`` (sorted decreasingly: rank 0 = the largest class), ``coassignment
+        [chain, draw, pair]`` (``[y_i = y_j]``, pair coordinate ``"i-j"``) and every entry
+        of ``extra_posterior`` (a model's sampled continuous parameters or other invariant
+        statistics, ``{name: array [chain, draw, ...]}``; dims by ``extra_dims = {name:
+        [dim, ...]}``, coordinates by ``extra_coords``).
+      ``posterior_labels``: ``labels [chain, draw, node]``, the raw per-node draws.
+      ``sample_stats``: ``energy`` (also here, ArviZ's usual place for it) and every move
+        statistic of the sampler (acceptance, cluster counts, component rounds, ...).
+      ``observed_data``: ``observed_labels [labelled_node]``, the training labels: from
+        ``observed_labels`` (``int[n]``, -1 = unlabelled; give it when the labels enter
+        through a field, ``clamp=False``), else the clamped nodes of ``model``.
+      ``constant_data``: ``label_marginals [node, class]`` (posterior mean of the one-hot
+        labels), ``posterior_mean_labels [node]`` (their argmax), ``map_labels [node]``,
+        ``coassignment_pairs [pair, pair_end]`` (node indices of each traced pair) and
+        ``clamped [node]`` when ``model`` is given.
+
+    ``pairs``: ``int[P, 2]`` node pairs; default :func:`default_pairs` with ``n_pairs`` pairs
+    of nodes without a training label (seed 0), the same pairs :func:`check_convergence`
+    judges.
     """
     import arviz as az
 
     labels = np.asarray(samples.labels)
+    if labels.ndim != 3:
+        raise ValueError(f"samples.labels must be [chains, draws, nodes], got {labels.shape}")
     n_chains, n_draws, n = labels.shape
     q = int(samples.n_classes)
     nodes = np.arange(n) if node_names is None else np.asarray(node_names)
     classes = np.arange(q) if class_names is None else np.asarray(class_names)
     if nodes.shape != (n,) or classes.shape != (q,):
         raise ValueError(f"node_names needs {n} entries and class_names {q}")
+    pairs = _pairs(n, model, observed_labels, pairs, n_pairs)
+    stats = invariant_statistics(labels, samples.energy, q, pairs)
+    posterior = {"energy": stats["energy"], "class_sizes": stats["class_sizes"]}
+    if pairs.shape[0]:
+        posterior["coassignment"] = stats["coassignment"]
+    posterior |= _extras(extra_posterior, (n_chains, n_draws))
     marginals = _marginals(labels, q)
-    stats = {"energy": np.asarray(samples.energy)}
-    stats.update({k: np.asarray(v) for k, v in samples.stats.items()})
-    data = {
-        "posterior": {"labels": labels},
-        "sample_stats": stats,
-        "constant_data": {
-            "label_marginals": marginals,
-            "map_labels": np.asarray(samples.map_labels),
-            "posterior_mean_labels": marginals.argmax(axis=1),
-        },
+    sample_stats = {"energy": stats["energy"]}
+    sample_stats.update({k: np.asarray(v) for k, v in samples.stats.items()})
+    constant = {
+        "label_marginals": marginals,
+        "posterior_mean_labels": marginals.argmax(axis=1),
+        "map_labels": np.asarray(samples.map_labels),
+        "coassignment_pairs": pairs,
     }
-    coords = {"node": nodes, "class": classes}
-    dims = {
-        "labels": ["node"],
-        "label_marginals": ["node", "class"],
-        "map_labels": ["node"],
-        "posterior_mean_labels": ["node"],
-    }
-    if model is not None:
-        observed = np.asarray(model.observed, dtype=bool)
-        data["observed_data"] = {"observed_labels": np.asarray(model.labels)[observed]}
-        coords["observed_node"] = nodes[observed]
-        dims["observed_labels"] = ["observed_node"]
+    coords = {"node": nodes, "class": classes, "size_rank": np.arange(q),
+              "pair": np.array(_pair_names(nodes[pairs] if pairs.size else pairs), dtype=str),
+              "pair_end": np.array(["i", "j"])}
+    dims = {"class_sizes": ["size_rank"], "coassignment": ["pair"], "labels": ["node"],
+            "label_marginals": ["node", "class"], "posterior_mean_labels": ["node"],
+            "map_labels": ["node"], "coassignment_pairs": ["pair", "pair_end"],
+            "clamped": ["node"], "observed_labels": ["labelled_node"]}
+    data = {"posterior": posterior, "posterior_labels": {"labels": labels},
+            "sample_stats": sample_stats, "constant_data": constant}
+    if model is not None and hasattr(model, "observed"):
+        constant["clamped"] = np.asarray(model.observed, dtype=bool)
+    y = _training_labels(n, model, observed_labels)
+    if y is not None:
+        data["observed_data"] = {"observed_labels": y[y >= 0]}
+        coords["labelled_node"] = nodes[y >= 0]
+    dims |= dict(extra_dims or {})
+    coords |= dict(extra_coords or {})
     return az.from_dict(data, coords=coords, dims=dims)
+
+
+def _pair_names(pairs) -> list[str]:
+    return [f"{i}-{j}" for i, j in np.asarray(pairs)]
+
+
+def _statistics_of(data, model, observed_labels, pairs, n_pairs, extra, max_draws):
+    """Invariant statistics ``{name: [chains, draws, ...]}`` of samples or of a DataTree's
+    posterior group, thinned to ``max_draws`` draws per chain, and their column names."""
+    names = {}
+    if hasattr(data, "labels") and hasattr(data, "energy"):
+        labels = thin_draws(np.asarray(data.labels), max_draws)
+        energy = thin_draws(np.asarray(data.energy), max_draws)
+        n = labels.shape[-1]
+        pairs = _pairs(n, model, observed_labels, pairs, n_pairs)
+        out = invariant_statistics(labels, energy, int(data.n_classes), pairs)
+        names["coassignment"] = _pair_names(pairs)
+        if not pairs.shape[0]:
+            del out["coassignment"]
+    else:
+        try:
+            posterior = data["posterior"]
+        except (KeyError, TypeError) as err:
+            raise ValueError("check_convergence: give a Samples record (labels, energy, "
+                             "n_classes) or a DataTree with a posterior group") from err
+        out = {name: np.asarray(posterior[name]) for name in posterior.data_vars}
+        if "coassignment" in out and "pair" in posterior["coassignment"].coords:
+            names["coassignment"] = [str(p) for p in posterior["coassignment"].coords["pair"]]
+    for name, value in (extra or {}).items():
+        out[name] = np.asarray(value)
+    out = {name: thin_draws(value, max_draws) for name, value in out.items()
+           if np.issubdtype(value.dtype, np.number) or value.dtype == bool}
+    return out, names
+
+
+def check_convergence(data, *, model=None, observed_labels=None, pairs=None,
+                      n_pairs: int = DEFAULT_N_PAIRS, extra=None, rhat_max: float = 1.01,
+                      ess_min: float = 100.0, max_draws: int | None = 2000, warn: bool = True,
+                      source: str | None = None, stacklevel: int = 2) -> ConvergenceReport:
+    """R-hat and ESS of the permutation-invariant statistics; warn when the chains fail.
+
+    ``data``: a :class:`~graphssl.inference.Samples` record (energy, sorted class sizes and
+    the co-assignment of ``pairs`` — default the pairs of :func:`to_arviz` — are computed
+    from it, plus ``extra = {name: [chains, draws, ...]}``, e.g. sampled parameters) or a
+    DataTree of :func:`to_arviz` (every variable of its ``posterior`` group is judged).
+    Rule (:func:`~graphssl.inference.mcmc.statistics.convergence_report`): rank-normalised
+    R-hat <= ``rhat_max`` and bulk ESS >= ``ess_min`` for every statistic that moves, on at
+    most ``max_draws`` draws per chain (thinned). When it fails and ``warn``, a
+    :class:`ConvergenceWarning` (a ``sklearn.exceptions.ConvergenceWarning``) names the
+    failing statistics and the fix, prefixed by ``source`` (e.g. the estimator's name).
+    Returns the :class:`~graphssl.inference.mcmc.statistics.ConvergenceReport`.
+    """
+    statistics, names = _statistics_of(data, model, observed_labels, pairs, n_pairs, extra,
+                                       max_draws)
+    report = convergence_report(statistics, rhat_max=rhat_max, ess_min=ess_min,
+                                max_draws=None, column_names=names)
+    if warn and not report.converged:
+        prefix = f"{source}: " if source else ""
+        warnings.warn(prefix + report.advice(), ConvergenceWarning, stacklevel=stacklevel)
+    return report
 
 
 def posterior_mean_labels(samples) -> np.ndarray:
     """Per-node mode of the posterior marginals (Walder's "posterior mean" labels)."""
     return _marginals(np.asarray(samples.labels), int(samples.n_classes)).argmax(axis=1)
-
-
 def map_vs_posterior_mean(samples, *, model=None, true_labels=None, map_labels=None) -> dict:
     """Compare MAP labels (best state visited, or ``map_labels`` e.g. after ICM) with
     posterior-mean labels (Walder Sec. 5, Fig. 1: posterior mean vs starred m.a.p.).
@@ -121,88 +269,74 @@ def map_vs_posterior_mean(samples, *, model=None, true_labels=None, map_labels=N
 
 
 def coassignment(samples, pairs) -> np.ndarray:
-    """``[y_i = y_j]`` per draw for node ``pairs int[P, 2]``: ``float[chains, draws, P]``.
-
-    Invariant under label permutations, so its R-hat is meaningful with permutation moves.
-    """
-    labels = np.asarray(samples.labels if hasattr(samples, "labels") else samples)
-    pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
-    if pairs.size and (pairs.min() < 0 or pairs.max() >= labels.shape[-1]):
-        raise ValueError(f"pairs must hold node indices in 0..{labels.shape[-1] - 1}")
-    return (labels[..., pairs[:, 0]] == labels[..., pairs[:, 1]]).astype(float)
+    """``[y_i = y_j]`` per draw for node ``pairs int[P, 2]``: ``int8[chains, draws, P]``
+    (0 / 1; invariant under label permutations, so its R-hat is meaningful with permutation
+    moves). ``samples``: a record with ``labels`` or a label array ``[..., n]``."""
+    return _coassignment(samples, pairs)
 
 
 def class_sizes(samples, n_classes: int | None = None) -> np.ndarray:
     """Sizes of the label classes per draw, sorted decreasingly: ``[chains, draws, q]``
-    (permutation invariant)."""
-    labels = np.asarray(samples.labels if hasattr(samples, "labels") else samples)
-    q = int(n_classes if n_classes is not None else samples.n_classes)
-    sizes = np.stack([(labels == c).sum(axis=-1) for c in range(q)], axis=-1)
-    return -np.sort(-sizes, axis=-1)
-
-
-def _rhat_ess(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rank-normalised R-hat and bulk ESS of ``x [chains, draws, k]`` per column."""
-    import arviz as az
-
-    rhat = np.array([az.rhat(x[:, :, k]) for k in range(x.shape[2])], dtype=float)
-    ess = np.array([az.ess(x[:, :, k]) for k in range(x.shape[2])], dtype=float)
-    return rhat, ess
+    (permutation invariant); ``n_classes`` defaults to ``samples.n_classes``."""
+    q = n_classes if n_classes is not None else getattr(samples, "n_classes", None)
+    if q is None:
+        raise ValueError("n_classes is required when samples is a plain label array")
+    return _class_sizes(samples, int(q))
 
 
 def convergence_summary(samples, *, pairs=None, n_pairs: int = 20, max_nodes: int = 50,
                         seed: int = 0) -> dict:
     """R-hat / ESS on energy, co-assignment of node pairs, sorted class sizes, and label
-    indicators ``[y_i = argmax marginal]`` of up to ``max_nodes`` unclamped-looking nodes.
+    indicators ``[y_i = argmax marginal]`` of up to ``max_nodes`` nodes that move.
 
-    ``pairs`` defaults to ``n_pairs`` random pairs. Returns ``{quantity: {"rhat": ...,
-    "ess": ...}}`` with arrays (one entry per pair / class / node) and scalars for energy;
-    nodes whose label never changes are skipped for the indicators (their R-hat is NaN).
+    ``pairs`` defaults to :func:`default_pairs` ``(n, n_pairs=n_pairs, seed=seed)`` over all
+    nodes. Returns ``{quantity: {"rhat": ..., "ess": ...}}`` with arrays (one entry per
+    moving pair / class / node; constant ones are dropped) and scalars for energy. For the
+    pass / fail rule with a warning, use :func:`check_convergence`.
     """
     labels = np.asarray(samples.labels)
     n_chains, n_draws, n = labels.shape
     if n_chains < 2 or n_draws < 4:
         raise ValueError("convergence diagnostics need n_chains >= 2 and >= 4 draws per chain")
-    rng = np.random.default_rng(seed)
     if pairs is None:
-        pairs = rng.integers(0, n, size=(n_pairs, 2))
-        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    energy = np.asarray(samples.energy, dtype=float)[:, :, None]
+        pairs = default_pairs(n, None, n_pairs=n_pairs, seed=seed)
+    stats = invariant_statistics(labels, samples.energy, int(samples.n_classes), pairs)
     out = {}
-    for name, x in (("energy", energy), ("coassignment", coassignment(labels, pairs)),
-                    ("class_sizes", class_sizes(labels, samples.n_classes).astype(float))):
-        varies = x.reshape(-1, x.shape[2]).std(axis=0) > 0
-        rhat, ess = _rhat_ess(x[:, :, varies]) if varies.any() else (np.array([]),) * 2
-        out[name] = {"rhat": rhat, "ess": ess}
-    out["energy"] = {k: float(v[0]) for k, v in out["energy"].items()}
+    for name in ("energy", "coassignment", "class_sizes"):
+        rhat, ess = rhat_ess(stats[name].reshape(n_chains, n_draws, -1))
+        keep = np.isfinite(rhat)
+        out[name] = {"rhat": rhat[keep], "ess": ess[keep]}
+    e_rhat, e_ess = out["energy"]["rhat"], out["energy"]["ess"]
+    out["energy"] = {"rhat": float(e_rhat[0]) if e_rhat.size else float("nan"),
+                     "ess": float(e_ess[0]) if e_ess.size else float("nan")}
     moving = np.flatnonzero(labels.reshape(-1, n).std(axis=0) > 0)
-    nodes = moving[: max_nodes]
+    nodes = moving[:max_nodes]
     mode = _marginals(labels, int(samples.n_classes)).argmax(axis=1)
     indicators = (labels[:, :, nodes] == mode[nodes]).astype(float)
-    rhat, ess = _rhat_ess(indicators) if nodes.size else (np.array([]),) * 2
+    rhat, ess = rhat_ess(indicators) if nodes.size else (np.array([]),) * 2
     out["label_indicators"] = {"rhat": rhat, "ess": ess, "nodes": nodes}
     return out
 
 
 def plot_energy_trace(samples, ax=None):
-    """Energy per retained draw, one line per chain."""
+    """Energy per retained draw, one line per chain (legend: chains)."""
     import matplotlib.pyplot as plt
 
     ax = ax if ax is not None else plt.subplots(figsize=(6, 3))[1]
     energy = np.asarray(samples.energy)
     for c in range(energy.shape[0]):
         ax.plot(energy[c], lw=0.7, label=f"chain {c}")
-    ax.set_xlabel("draw")
-    ax.set_ylabel("energy")
-    if energy.shape[0] <= 8:
-        ax.legend(fontsize="small")
+    ax.set_xlabel("retained draw")
+    ax.set_ylabel("energy  (-log p + const)")
+    ax.set_title("energy trace", fontsize="small")
+    ax.legend(fontsize="small", ncol=max(1, energy.shape[0] // 8))
     return ax
 
 
-def plot_rank(samples, quantity=None, ax=None, bins: int = 20):
-    """Rank plot (Vehtari et al. 2021) of ``quantity [chains, draws]`` (default: energy):
-    histogram of each chain's pooled ranks; flat bars = chains mixing over the same
-    distribution."""
+def plot_rank(samples, quantity=None, ax=None, bins: int = 20, name: str = "energy"):
+    """Rank plot (Vehtari et al. 2021) of ``quantity [chains, draws]`` (default: the energy):
+    histogram of each chain's pooled ranks, stacked per chain; bars level with the dashed
+    line (the uniform count) = chains mixing over the same distribution."""
     import matplotlib.pyplot as plt
     from scipy.stats import rankdata
 
@@ -210,36 +344,51 @@ def plot_rank(samples, quantity=None, ax=None, bins: int = 20):
     ax = ax if ax is not None else plt.subplots(figsize=(6, 3))[1]
     ranks = rankdata(x.reshape(-1)).reshape(x.shape)
     edges = np.linspace(0, x.size, bins + 1)
+    counts = np.stack([np.histogram(ranks[c], bins=edges)[0] for c in range(x.shape[0])])
+    offset = max(counts.max(), 1) * 1.2
     for c in range(x.shape[0]):
-        counts, _ = np.histogram(ranks[c], bins=edges)
-        ax.bar(np.arange(bins), counts, bottom=c * counts.max() * 1.2, width=1.0,
-               alpha=0.8, edgecolor="white")
-        ax.axhline(c * counts.max() * 1.2 + x.shape[1] / bins, color="k", lw=0.5, ls="--")
-    ax.set_xlabel("rank bin")
-    ax.set_yticks([])
-    ax.set_ylabel("chains")
+        ax.bar(np.arange(bins), counts[c], bottom=c * offset, width=1.0, alpha=0.8,
+               edgecolor="white", label=f"chain {c}")
+        ax.axhline(c * offset + x.shape[1] / bins, color="k", lw=0.5, ls="--",
+                   label="uniform" if c == 0 else None)
+    ax.set_xlabel(f"rank bin of {name} (pooled over chains)")
+    ax.set_yticks([c * offset for c in range(x.shape[0])], [str(c) for c in range(x.shape[0])])
+    ax.set_ylabel("chain")
+    ax.legend(fontsize="small", loc="upper right", ncol=max(1, (x.shape[0] + 1) // 8))
     return ax
 
 
-def plot_marginal_confidence(X, marginals, *, observed=None, ax=None, cmap="tab10"):
+def plot_marginal_confidence(X, marginals, *, observed=None, ax=None, cmap="tab10",
+                             class_names=None):
     """Marginal-confidence map for 2-D data: colour = posterior-mean label, opacity and size =
-    its marginal probability; clamped nodes (``observed``) drawn as black-edged stars."""
+    its marginal probability; labelled nodes (``observed``) drawn as black-edged stars.
+    Legend: one entry per class (``class_names``, default the class index) and the stars."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     X = np.asarray(X)
     p = np.asarray(marginals)
     if X.ndim != 2 or X.shape[1] != 2 or X.shape[0] != p.shape[0]:
         raise ValueError("X must be float[n, 2] matching marginals float[n, C]")
+    names = np.arange(p.shape[1]) if class_names is None else np.asarray(class_names)
     ax = ax if ax is not None else plt.subplots(figsize=(4.5, 4))[1]
     label = p.argmax(axis=1)
     conf = p.max(axis=1)
-    colors = plt.get_cmap(cmap)(label % 10)
+    palette = plt.get_cmap(cmap)
+    colors = palette(label % 10)
     chance = 1.0 / p.shape[1]
     colors[:, 3] = 0.15 + 0.85 * np.clip((conf - chance) / (1.0 - chance), 0.0, 1.0)
     ax.scatter(X[:, 0], X[:, 1], c=colors, s=8 + 30 * conf, linewidths=0)
+    handles = [Line2D([], [], ls="", marker="o", color=palette(c % 10), label=f"class {names[c]}")
+               for c in np.unique(label)]
     if observed is not None:
         obs = np.asarray(observed, dtype=bool)
-        ax.scatter(X[obs, 0], X[obs, 1], c=plt.get_cmap(cmap)(label[obs] % 10), marker="*",
+        ax.scatter(X[obs, 0], X[obs, 1], c=palette(label[obs] % 10), marker="*",
                    s=120, edgecolors="k")
+        handles.append(Line2D([], [], ls="", marker="*", markersize=10, color="w",
+                              markeredgecolor="k", label="labelled"))
+    ax.set_xlabel("feature 0")
+    ax.set_ylabel("feature 1")
+    ax.legend(handles=handles, fontsize="small", loc="best")
     ax.set_title("posterior-mean label (opacity = marginal probability)", fontsize="small")
     return ax

@@ -1,14 +1,25 @@
-"""ArviZ conversion, MAP vs posterior mean, permutation-invariant diagnostics, plots."""
+"""ArviZ layout, convergence checks, MAP vs posterior mean, invariant statistics, plots."""
+
+import warnings
 
 import jax
 import matplotlib
 import numpy as np
 import pytest
 
-from graphssl.diagnostics import (
+matplotlib.use("Agg")
+
+import arviz as az  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning  # noqa: E402
+
+from graphssl.diagnostics import (  # noqa: E402
+    ConvergenceWarning,
+    check_convergence,
     class_sizes,
     coassignment,
     convergence_summary,
+    default_pairs,
     map_vs_posterior_mean,
     plot_energy_trace,
     plot_marginal_confidence,
@@ -16,10 +27,20 @@ from graphssl.diagnostics import (
     posterior_mean_labels,
     to_arviz,
 )
-from graphssl.inference.mcmc.chains import Samples, label_marginals
-from tests.inference.conftest import small_model
+from graphssl.inference.mcmc.chains import Samples, label_marginals  # noqa: E402
+from tests.inference.conftest import small_model  # noqa: E402
 
-matplotlib.use("Agg")
+TRAINING = np.array([-1, 2, -1, -1, 1, -1, -1, -1])  # labels given through a field
+
+
+def _samples(labels, energy, stats=None, q=3):
+    flat = labels.reshape(-1, labels.shape[-1])
+    return Samples(
+        labels=labels, energy=energy, stats=stats or {}, final_state=None,
+        map_labels=flat[np.argmin(energy.reshape(-1))].astype(np.int32),
+        map_energy=energy.min(), chain_map_labels=None, chain_map_energy=None,
+        chain_keys=None, n_steps=labels.shape[1], burn_in=0, thin=1, n_classes=q,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -30,34 +51,115 @@ def run():
     model = small_model(n=8, q=3, field=False, clamped=False, beta=1.2, seed=0)
     rng = np.random.default_rng(0)
     base = np.array([0, 0, 0, 0, 1, 1, 1, 1])
-    noisy = np.where(rng.random((4, 200, 8)) < 0.05, rng.integers(0, 3, (4, 200, 8)), base)
-    perms = np.argsort(rng.random((4, 200, 3)), axis=-1)
+    noisy = np.where(rng.random((4, 400, 8)) < 0.05, rng.integers(0, 3, (4, 400, 8)), base)
+    perms = np.argsort(rng.random((4, 400, 3)), axis=-1)
     labels = np.take_along_axis(perms, noisy, axis=-1).astype(np.int8)
     energy = np.asarray(jax.vmap(model.energy)(labels.reshape(-1, 8).astype(np.int32)))
-    samples = Samples(
-        labels=labels, energy=energy.reshape(4, 200),
-        stats={"perm_accept_prob": np.ones((4, 200)), "perm_accepted": np.ones((4, 200), bool)},
-        final_state=None, map_labels=labels.reshape(-1, 8)[energy.argmin()].astype(np.int32),
-        map_energy=energy.min(), chain_map_labels=None, chain_map_energy=None,
-        chain_keys=None, n_steps=200, burn_in=0, thin=1, n_classes=3,
-    )
-    return model, samples
+    stats = {"perm_accept_prob": np.ones((4, 400)), "perm_accepted": np.ones((4, 400), bool)}
+    return model, _samples(labels, energy.reshape(4, 400), stats)
 
 
-def test_to_arviz_groups(run):
+def test_default_pairs_are_fixed_unlabelled_and_distinct():
+    pairs = default_pairs(1000, np.arange(1000) < 500, n_pairs=12)
+    assert pairs.shape == (12, 2) and np.all(pairs[:, 0] < pairs[:, 1])
+    assert pairs.min() >= 500 and len({tuple(p) for p in pairs}) == 12
+    np.testing.assert_array_equal(pairs, default_pairs(1000, np.arange(1000) < 500, 12))
+    assert not np.array_equal(pairs, default_pairs(1000, np.arange(1000) < 500, 12, seed=1))
+    every = default_pairs(4, np.array([True, False, False, False]), n_pairs=10)
+    np.testing.assert_array_equal(every, [[1, 2], [1, 3], [2, 3]])
+    assert default_pairs(3, np.array([True, True, False])).shape == (0, 2)
+    with pytest.raises(ValueError, match="observed must have shape"):
+        default_pairs(3, np.ones(4, bool))
+
+
+def test_to_arviz_layout(run):
     model, samples = run
-    clamped_model = small_model(n=8, q=3, field=False, clamped=True, seed=0)
-    tree = to_arviz(samples, model=clamped_model)
-    assert tree["posterior"]["labels"].shape == (4, 200, 8)
-    assert tree["posterior"]["labels"].dtype == np.int8
-    stats = tree["sample_stats"]
-    assert {"energy", "perm_accept_prob", "perm_accepted"} <= set(stats.data_vars)
-    np.testing.assert_allclose(tree["constant_data"]["label_marginals"],
-                               label_marginals(samples))
-    assert list(tree["observed_data"]["observed_labels"].values) == [2, 1]
-    import arviz as az
+    tree = to_arviz(samples, model=model, observed_labels=TRAINING)
+    post = tree["posterior"]
+    assert set(post.data_vars) == {"energy", "class_sizes", "coassignment"}
+    assert post["class_sizes"].dims == ("chain", "draw", "size_rank")
+    np.testing.assert_array_equal(post["class_sizes"], class_sizes(samples))
+    pairs = np.asarray(tree["constant_data"]["coassignment_pairs"])
+    free = np.flatnonzero(TRAINING < 0)
+    assert pairs.shape == (10, 2) and set(pairs.ravel()) <= set(free)  # 10 of C(6, 2)
+    assert list(post["coassignment"].coords["pair"].values) == [f"{i}-{j}" for i, j in pairs]
+    np.testing.assert_array_equal(post["coassignment"], coassignment(samples, pairs))
+    assert tree["posterior_labels"]["labels"].shape == (4, 400, 8)
+    assert tree["posterior_labels"]["labels"].dtype == np.int8
+    assert {"energy", "perm_accept_prob", "perm_accepted"} == set(tree["sample_stats"].data_vars)
+    const = tree["constant_data"]
+    np.testing.assert_allclose(const["label_marginals"], label_marginals(samples))
+    assert {"posterior_mean_labels", "map_labels", "clamped"} <= set(const.data_vars)
+    # clamp=False: the labels come through the field, observed_data still holds them
+    obs = tree["observed_data"]["observed_labels"]
+    assert list(obs.values) == [2, 1] and list(obs.coords["labelled_node"].values) == [1, 4]
+    clamped = to_arviz(samples, model=small_model(n=8, q=3, field=False, clamped=True))
+    assert list(clamped["observed_data"]["observed_labels"].values) == [2, 1]
 
-    assert float(az.rhat(tree, group="sample_stats", var_names=["energy"])["energy"]) < 1.1
+
+def test_to_arviz_pair_count_and_extras(run):
+    model, samples = run
+    theta = np.random.default_rng(1).normal(size=(4, 400, 2))
+    tree = to_arviz(samples, model=model, n_pairs=3, extra_posterior={"theta": theta},
+                    extra_dims={"theta": ["feature"]}, extra_coords={"feature": ["a", "b"]})
+    assert tree["posterior"]["coassignment"].shape == (4, 400, 3)
+    assert list(tree["posterior"]["theta"].coords["feature"].values) == ["a", "b"]
+    with pytest.raises(ValueError, match="extra_posterior"):
+        to_arviz(samples, extra_posterior={"theta": theta[:, :10]})
+    with pytest.raises(ValueError, match="observed_labels"):
+        to_arviz(samples, observed_labels=TRAINING[:5])
+
+
+def test_summary_and_trace_with_defaults(run):
+    """az.summary / az.plot_trace with their defaults: short, and they name the energy and
+    the class sizes (not 8 nodes x 400 draws of raw labels)."""
+    model, samples = run
+    tree = to_arviz(samples, model=model, observed_labels=TRAINING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        summary = az.summary(tree)
+    rows = list(summary.index)
+    assert rows[:4] == ["energy", "class_sizes[0]", "class_sizes[1]", "class_sizes[2]"]
+    assert len(rows) == 1 + 3 + 10 and all(not r.startswith("labels") for r in rows)
+    assert float(summary.loc["energy", "r_hat"]) < 1.01
+    assert float(summary.loc["class_sizes[0]", "mean"]) > 3.5  # the larger block (~4 nodes)
+    text = summary.to_string()
+    assert "energy" in text and "class_sizes[0]" in text
+    plot = az.plot_trace(tree)
+    assert plot is not None
+    titles = [ax.get_title() for ax in plt.gcf().axes if ax.get_title()]
+    assert len(plt.get_fignums()) == 1 and len(titles) == 1 + 3 + 10  # one panel each
+    assert titles[0] == "energy" and titles[1].startswith("class_sizes")
+    plt.close("all")
+
+
+def test_check_convergence_passes_and_warns(run):
+    model, samples = run
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = check_convergence(samples, model=model, observed_labels=TRAINING)
+    assert report.converged and report.max_rhat < 1.01 and report.min_ess > 100
+    assert set(report.rhat) == {"energy", "class_sizes", "coassignment"}
+    tree_report = check_convergence(to_arviz(samples, model=model, observed_labels=TRAINING))
+    assert tree_report.converged
+    np.testing.assert_allclose(tree_report.rhat["energy"], report.rhat["energy"])
+    # chains stuck in different states: energies differ between chains
+    stuck = np.asarray(samples.labels).copy()
+    stuck[2:, :, :4] = stuck[2:, :, 4:5]  # chains 2, 3 merge the blocks
+    energy = np.asarray(jax.vmap(model.energy)(stuck.reshape(-1, 8).astype(np.int32)))
+    bad = _samples(stuck, energy.reshape(4, 400))
+    pattern = r"PottsTest: .*coassignment\[\d-\d\]: R-hat.*n_samples"
+    with pytest.warns(ConvergenceWarning, match=pattern):
+        report = check_convergence(bad, model=model, source="PottsTest")
+    assert not report.converged and report.max_rhat > 1.01
+    assert "energy" in " ".join(report.failing) and report.rhat["energy"][0] > 1.01
+    assert issubclass(ConvergenceWarning, SklearnConvergenceWarning)
+    with pytest.warns(ConvergenceWarning, match="ESS"):  # too short: 4 chains x 20 draws
+        check_convergence(_samples(samples.labels[:, :20], samples.energy[:, :20]))
+    with pytest.warns(ConvergenceWarning, match="only 2 draws"):
+        check_convergence(_samples(samples.labels[:, :2], samples.energy[:, :2]))
+    quiet = check_convergence(bad, warn=False)
+    assert not quiet.converged
 
 
 def test_permutation_scrambles_indicators_not_invariants(run):
@@ -70,9 +172,11 @@ def test_permutation_scrambles_indicators_not_invariants(run):
     assert np.all(summary["class_sizes"]["rhat"] < 1.05)
     np.testing.assert_allclose(label_marginals(samples, 3), 1 / 3, atol=0.06)
     co = coassignment(samples, [[0, 1], [0, 7]])
-    assert co.shape == (4, 200, 2) and set(np.unique(co)) <= {0.0, 1.0}
+    assert co.shape == (4, 400, 2) and set(np.unique(co)) <= {0, 1}
     assert co[..., 0].mean() > 0.85 and co[..., 1].mean() < 0.15
     sizes = class_sizes(samples)
+    brute = -np.sort(-np.stack([(samples.labels == c).sum(-1) for c in range(3)], -1), -1)
+    np.testing.assert_array_equal(sizes, brute)
     assert np.all(sizes.sum(-1) == 8) and np.all(np.diff(sizes, axis=-1) <= 0)
 
 
@@ -86,14 +190,15 @@ def test_map_vs_posterior_mean(run):
     assert posterior_mean_labels(samples).shape == (8,)
 
 
-def test_plots(run):
+def test_plots_have_labels_and_legends(run):
     model, samples = run
-    assert plot_energy_trace(samples) is not None
-    assert plot_rank(samples) is not None
     X = np.random.default_rng(0).normal(size=(8, 2))
-    assert plot_marginal_confidence(X, label_marginals(samples), observed=np.eye(8)[0] > 0)
+    axes = [plot_energy_trace(samples), plot_rank(samples),
+            plot_marginal_confidence(X, label_marginals(samples), observed=TRAINING >= 0)]
+    for ax in axes:
+        assert ax.get_xlabel() and ax.get_ylabel() and ax.get_legend() is not None
+    labels = [t.get_text() for t in axes[2].get_legend().get_texts()]
+    assert "labelled" in labels and any(t.startswith("class") for t in labels)
     with pytest.raises(ValueError, match="X must be"):
         plot_marginal_confidence(X[:, :1], label_marginals(samples))
-    import matplotlib.pyplot as plt
-
     plt.close("all")

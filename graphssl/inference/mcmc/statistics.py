@@ -1,0 +1,239 @@
+"""Permutation-invariant statistics of label draws, and the convergence rule applied to them.
+
+Raw per-node labels are poor convergence diagnostics for label models: a clamped node never
+changes (R-hat NaN, ESS = draws), and a move that permutes the class labels (Zhu & Ghahramani
+Sec. 3.3; Walder's re-labelling) scrambles them between draws, so healthy chains show
+R-hat >> 1 on label indicators. The statistics here do not change when the classes are
+renamed, so their R-hat and ESS mean what they say:
+
+- the energy ``-log p(y) + const`` of each draw (computed by the sampler);
+- the class sizes sorted decreasingly, ``int[..., q]`` (``size_rank`` 0 = the largest class);
+- the co-assignment ``[y_i = y_j]`` of a fixed set of node pairs (:func:`default_pairs`).
+
+:func:`convergence_report` applies the rule every sampled fit uses: rank-normalised split
+R-hat (Vehtari et al. 2021) at most ``rhat_max = 1.01`` and bulk ESS at least
+``ess_min = 100`` for every statistic that moves (a statistic constant over all draws has no
+R-hat and is skipped). Long traces are thinned to at most ``max_draws`` draws per chain first
+(cheap: R-hat of a handful of scalars; thinning can only lower the ESS estimate, so the rule
+stays on the safe side). ``graphssl.diagnostics.check_convergence`` turns a failed report into
+a :class:`ConvergenceWarning`; drivers that run until convergence use the same report.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
+
+__all__ = [
+    "ConvergenceWarning",
+    "ConvergenceReport",
+    "DEFAULT_N_PAIRS",
+    "default_pairs",
+    "class_sizes",
+    "coassignment",
+    "invariant_statistics",
+    "thin_draws",
+    "rhat_ess",
+    "convergence_report",
+]
+
+DEFAULT_N_PAIRS = 10
+
+
+class ConvergenceWarning(_SklearnConvergenceWarning):
+    """Chains that do not agree (R-hat too high) or are too short (ESS too low).
+
+    A subclass of :class:`sklearn.exceptions.ConvergenceWarning`, so filters on scikit-learn's
+    warning catch it too."""
+
+
+def default_pairs(n_nodes: int, observed=None, n_pairs: int = DEFAULT_N_PAIRS,
+                  seed: int = 0) -> np.ndarray:
+    """The documented node pairs whose co-assignment is traced: ``int[P, 2]``, ``i < j``.
+
+    ``n_pairs`` distinct pairs of distinct *unclamped* nodes (``observed[i]`` False; all nodes
+    when ``observed`` is None), drawn uniformly by ``numpy.random.default_rng(seed)``, sorted
+    row by row. Fewer when fewer exist (every pair when ``F (F - 1) / 2 <= n_pairs`` for
+    ``F`` unclamped nodes; none when ``F < 2``). The same arguments give the same pairs.
+    """
+    if int(n_pairs) != n_pairs or n_pairs < 0:
+        raise ValueError(f"n_pairs must be an integer >= 0, got {n_pairs!r}")
+    free = np.arange(int(n_nodes))
+    if observed is not None:
+        observed = np.asarray(observed, dtype=bool)
+        if observed.shape != (int(n_nodes),):
+            raise ValueError(f"observed must have shape ({n_nodes},), got {observed.shape}")
+        free = free[~observed]
+    n_free = free.size
+    if n_free < 2 or n_pairs == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if n_free * (n_free - 1) // 2 <= n_pairs:
+        i, j = np.triu_indices(n_free, k=1)
+        return np.stack([free[i], free[j]], axis=1).astype(np.int64)
+    rng = np.random.default_rng(seed)
+    chosen: set[tuple[int, int]] = set()
+    while len(chosen) < n_pairs:
+        a, b = rng.choice(n_free, size=2, replace=False)
+        chosen.add((int(min(a, b)), int(max(a, b))))
+    pairs = np.array(sorted(chosen), dtype=np.int64)
+    return free[pairs]
+
+
+def _labels_of(samples) -> np.ndarray:
+    return np.asarray(samples.labels if hasattr(samples, "labels") else samples)
+
+
+def class_sizes(labels, n_classes: int) -> np.ndarray:
+    """Sizes of the classes of each draw, sorted decreasingly: ``int[..., q]`` for labels
+    ``int[..., n]`` in ``0..q-1`` (permutation invariant)."""
+    labels = _labels_of(labels)
+    q = int(n_classes)
+    flat = labels.reshape(-1, labels.shape[-1]).astype(np.int64)
+    if flat.size and (flat.min() < 0 or flat.max() >= q):
+        raise ValueError(f"labels must lie in 0..{q - 1} (n_classes={q})")
+    offsets = np.arange(flat.shape[0], dtype=np.int64)[:, None] * q
+    sizes = np.bincount((flat + offsets).ravel(), minlength=flat.shape[0] * q)
+    sizes = sizes.reshape(flat.shape[0], q)
+    return -np.sort(-sizes, axis=-1).reshape(*labels.shape[:-1], q)
+
+
+def coassignment(labels, pairs) -> np.ndarray:
+    """``[y_i = y_j]`` of each draw for node ``pairs int[P, 2]``: ``int8[..., P]`` (0 / 1;
+    invariant under label permutations)."""
+    labels = _labels_of(labels)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= labels.shape[-1]):
+        raise ValueError(f"pairs must hold node indices in 0..{labels.shape[-1] - 1}")
+    return (labels[..., pairs[:, 0]] == labels[..., pairs[:, 1]]).astype(np.int8)
+
+
+def thin_draws(x, max_draws: int | None):
+    """``x[:, ::step]`` with the smallest step leaving at most ``max_draws`` draws per chain
+    (axis 1); ``x`` unchanged when ``max_draws`` is None or not exceeded."""
+    x = np.asarray(x)
+    if max_draws is None or x.shape[1] <= max_draws:
+        return x
+    step = -(-x.shape[1] // int(max_draws))
+    return x[:, ::step]
+
+
+def invariant_statistics(labels, energy, n_classes: int, pairs) -> dict[str, np.ndarray]:
+    """``{"energy": float[chains, draws], "class_sizes": int[chains, draws, q],
+    "coassignment": int8[chains, draws, P]}`` of draws ``labels int[chains, draws, n]``."""
+    labels = _labels_of(labels)
+    energy = np.asarray(energy, dtype=np.float64)
+    if energy.shape != labels.shape[:2]:
+        raise ValueError(f"energy must have shape {labels.shape[:2]} (chains, draws), got "
+                         f"{energy.shape}")
+    return {"energy": energy, "class_sizes": class_sizes(labels, n_classes),
+            "coassignment": coassignment(labels, pairs)}
+
+
+def rhat_ess(x) -> tuple[np.ndarray, np.ndarray]:
+    """Rank-normalised split R-hat and bulk ESS (ArviZ) of ``x [chains, draws, k]`` per
+    column; NaN for a column that never changes (it cannot show disagreement)."""
+    import arviz as az
+
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 2:
+        x = x[:, :, None]
+    rhat = np.full(x.shape[2], np.nan)
+    ess = np.full(x.shape[2], np.nan)
+    flat = x.reshape(-1, x.shape[2])
+    moves = np.all(np.isfinite(flat), axis=0) & (np.ptp(flat, axis=0) > 0)
+    if moves.any() and x.shape[1] >= 4:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            sub = x[:, :, moves]
+            rhat[moves] = np.asarray(az.rhat(sub, chain_axis=0, draw_axis=1), dtype=float)
+            ess[moves] = np.asarray(az.ess(sub, chain_axis=0, draw_axis=1), dtype=float)
+    return rhat, ess
+
+
+class ConvergenceReport(NamedTuple):
+    """What :func:`convergence_report` found.
+
+    Attributes:
+      converged: every moving statistic has R-hat <= ``rhat_max`` and ESS >= ``ess_min``
+        (False when there are fewer than 4 draws per chain: nothing can be judged).
+      max_rhat, min_ess: the worst values over the moving statistics (NaN when none moves).
+      rhat, ess: ``{name: float[k]}`` per statistic column (NaN where it never changes).
+      failing: ``("energy: R-hat 1.08", "class_sizes[1]: ESS 40", ...)``, worst first.
+      n_chains, n_draws: the draws judged (after thinning); rhat_max, ess_min: the rule.
+    """
+
+    converged: bool
+    max_rhat: float
+    min_ess: float
+    rhat: dict
+    ess: dict
+    failing: tuple
+    n_chains: int
+    n_draws: int
+    rhat_max: float
+    ess_min: float
+
+    def advice(self) -> str:
+        """One sentence naming the fix (empty when converged)."""
+        if self.converged:
+            return ""
+        if self.n_draws < 4:
+            return (f"only {self.n_draws} draws per chain: nothing to judge; sample at least "
+                    "a few hundred draws per chain")
+        found = "; ".join(self.failing[:4]) + (" ..." if len(self.failing) > 4 else "")
+        fixes = ["more draws (n_samples / n_iterations)", "a longer burn_in"]
+        if self.n_chains < 4:
+            fixes.append("n_chains >= 4")
+        return (f"chains not converged on the permutation-invariant statistics "
+                f"(R-hat <= {self.rhat_max:g} and ESS >= {self.ess_min:g} wanted; {found}; "
+                f"{self.n_chains} chains x {self.n_draws} draws): run {', '.join(fixes)}, or "
+                "continue the chains (sample_more / run_until_converged where the estimator "
+                "has them)")
+
+
+def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: float = 100.0,
+                       max_draws: int | None = 2000,
+                       column_names: dict | None = None) -> ConvergenceReport:
+    """R-hat / ESS rule over ``statistics = {name: [chains, draws] or [chains, draws, k]}``
+    (e.g. :func:`invariant_statistics`, plus any continuous parameters).
+
+    A column constant over every draw is skipped. Traces longer than ``max_draws`` per chain
+    are thinned first (:func:`thin_draws`). ``column_names = {name: [str] * k}`` names the
+    columns in ``failing`` (default their index, e.g. ``class_sizes[1]``).
+    """
+    column_names = column_names or {}
+    rhat, ess, failing = {}, {}, []
+    n_chains = n_draws = 0
+    for name, value in statistics.items():
+        x = thin_draws(value, max_draws)
+        n_chains, n_draws = x.shape[0], x.shape[1]
+        x = x.reshape(x.shape[0], x.shape[1], -1)
+        r, e = rhat_ess(x)
+        rhat[name], ess[name] = r, e
+        for k in range(x.shape[2]):
+            names = column_names.get(name)
+            label = name if x.shape[2] == 1 and names is None else (
+                f"{name}[{k if names is None else names[k]}]")
+            if np.isfinite(r[k]) and r[k] > rhat_max:
+                failing.append((r[k] - rhat_max, f"{label}: R-hat {r[k]:.3g}"))
+            if np.isfinite(e[k]) and e[k] < ess_min:
+                failing.append(((ess_min - e[k]) / ess_min, f"{label}: ESS {e[k]:.0f}"))
+    finite_r = np.concatenate([v for v in rhat.values()] or [np.zeros(0)])
+    finite_e = np.concatenate([v for v in ess.values()] or [np.zeros(0)])
+    finite_r, finite_e = finite_r[np.isfinite(finite_r)], finite_e[np.isfinite(finite_e)]
+    failing.sort(key=lambda item: -item[0])
+    return ConvergenceReport(
+        converged=bool(n_draws >= 4 and not failing),
+        max_rhat=float(finite_r.max()) if finite_r.size else float("nan"),
+        min_ess=float(finite_e.min()) if finite_e.size else float("nan"),
+        rhat=rhat,
+        ess=ess,
+        failing=tuple(text for _, text in failing),
+        n_chains=int(n_chains),
+        n_draws=int(n_draws),
+        rhat_max=float(rhat_max),
+        ess_min=float(ess_min),
+    )
