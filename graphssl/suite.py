@@ -1,183 +1,146 @@
 """The comparison suite behind ``graphssl run``: every model on one graph, one report.
 
-For each model and labelled split it records accuracy and AMI on the unlabelled points, the
-accuracy of MAP labels and of posterior-mean labels and how often they disagree, the expected
-calibration error of the class marginals, R-hat / ESS of the energy where the model was
-sampled, and the time. Each (model, split) result is written to ``<out>/runs/`` as soon as it
-is done, so an interrupted run restarted with the same settings resumes where it stopped;
-ArviZ data go to ``<out>/arviz/`` (netCDF) and plots to ``<out>/plots/`` (PNG).
+Each (model, split) cell of the grid is one :func:`graphssl.runs.run_job` (fit, sample until
+converged or out of budget, score). Cells run one after the other in this process, or on
+Dask (``dask.distributed``, the ``scale`` extra): a ``LocalCluster`` of ``workers``
+processes, or a running cluster at ``scheduler``. Results are the same to the bit either
+way (the same function on the same inputs; timings aside).
+
+Files: this process alone writes ``<out>/runs/<model>__split<i>.json`` (the record),
+``<out>/arviz/<model>__split<i>.nc`` (ArviZ netCDF) and, for split 0, ``<out>/plots/``
+(PNG), each through a temporary file renamed over the target (atomic: a crash leaves the
+old file or the new one, never half of one). The run's JSON is written last and is the
+mark that the cell is done: an interrupted grid restarted with the same settings refits
+only the missing cells. A stored record that cannot be read (damaged, or from other
+settings) is reported on stderr with the reason and refitted. A worker that dies mid-fit
+loses only that fit, which Dask runs again elsewhere; nothing is written twice, since the
+writes happen here and only for results that came back.
 
 Estimator conventions read here (all optional except the first two):
 ``fit_graph(graph, y)`` and ``label_distributions_`` (float[n, C], columns = ``classes_``);
 ``map_labels_`` (values of ``classes_``; MAP labels where the model has a posterior distinct
-from its marginals); ``inference_data_`` or a ``to_arviz()`` method (ArviZ DataTree with
-``sample_stats.energy``).
+from its marginals); ``samples_`` (``labels [chains, draws, n]``, ``energy``) for the
+convergence diagnostics, and ``sample_more(n)`` to continue the chains; ``inference_data_``
+or ``to_arviz()`` (ArviZ DataTree).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pathlib
-import time
-import warnings
-from collections.abc import Callable
+import sys
+import uuid
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from graphssl import metrics
+from graphssl.runs import ConvergenceBudget, run_job, run_model
 
-__all__ = ["run_model", "compare_models", "summarise", "format_table"]
+__all__ = ["run_model", "compare_models", "summarise", "format_table", "atomic_write",
+           "read_run", "ConvergenceBudget"]
 
 
-def _energy_diagnostics(inference_data) -> dict[str, float]:
-    """R-hat and bulk ESS of the sampled energy (permutation-invariant), if present."""
-    if inference_data is None:
-        return {}
+def atomic_write(path, data: bytes | str) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder renamed over
+    it (``os.replace``): readers see the old file or the new one, never a partial one."""
+    path = pathlib.Path(path)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    payload = data.encode() if isinstance(data, str) else data
     try:
-        import arviz as az
-
-        energy = np.asarray(inference_data["sample_stats"]["energy"])
-    except (KeyError, TypeError, ValueError, ImportError):
-        return {}
-    if energy.ndim != 2 or energy.shape[1] < 4:
-        return {}
-    out = {"ess_energy": float(az.ess(energy))}
-    if energy.shape[0] >= 2:
-        out["rhat_energy"] = float(az.rhat(energy))
-    return out
+        with open(tmp, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
-def _normalised(scores) -> np.ndarray:
-    """Rows scaled to sum to one (an all-zero row becomes uniform), so ECE is defined."""
-    scores = np.clip(np.asarray(scores, dtype=np.float64), 0.0, None)
-    totals = scores.sum(axis=1, keepdims=True)
-    uniform = np.full_like(scores, 1.0 / scores.shape[1])
-    return np.where(totals > 0, scores / np.where(totals > 0, totals, 1.0), uniform)
+def read_run(path, key: str) -> tuple[dict | None, str | None]:
+    """A stored run record, or ``(None, why it cannot be used)``.
 
-
-def run_model(
-    name: str, factory: Callable, graph, y, labelled_idx, *, X=None
-) -> tuple[dict, object]:
-    """Fit one model on one split; return its record and the fitted estimator.
-
-    Models whose estimator sets ``fits_features = True`` (they learn from the features, e.g.
-    the Boltzmann MRF's length scales or the harmonic mixture's components) are fitted with
-    ``fit(X, y)``; all others with ``fit_graph(graph, y)`` on the shared graph.
+    ``why`` is ``None`` when the file does not exist; otherwise it says what is wrong
+    (not JSON, not a record, other settings) so that the caller can report it and refit.
     """
-    y = np.asarray(y)
-    y_masked = np.full(y.shape, -1, dtype=np.int64)
-    y_masked[labelled_idx] = y[labelled_idx]
-    estimator = factory()
-    start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        if getattr(estimator, "fits_features", False):
-            if X is None:
-                raise ValueError(f"{name}: this model needs the features X")
-            estimator.fit(X, y_masked)
-        else:
-            estimator.fit_graph(graph, y_masked)
-    seconds = time.perf_counter() - start
-    proba = _normalised(estimator.label_distributions_)
-    classes = np.asarray(estimator.classes_)
-    posterior_mean = classes[np.argmax(proba, axis=1)]
-    map_labels = getattr(estimator, "map_labels_", None)
-    map_labels = posterior_mean if map_labels is None else np.asarray(map_labels)
-    prediction = np.asarray(estimator.transduction_)
-    truth_known = np.all(y >= 0)
-    record = {"model": name, "seconds": seconds, "n_labelled": int(len(labelled_idx))}
-    if truth_known:
-        encoded_truth = np.searchsorted(classes, y)
-        record |= {
-            "accuracy": metrics.accuracy(y, prediction, labelled_idx),
-            "ami": metrics.adjusted_mutual_info(y, prediction, labelled_idx),
-            "accuracy_map": metrics.accuracy(y, map_labels, labelled_idx),
-            "accuracy_posterior_mean": metrics.accuracy(y, posterior_mean, labelled_idx),
-            "ece": metrics.expected_calibration_error(encoded_truth, proba, 10, labelled_idx),
-        }
-    else:
-        record["predictions"] = prediction.tolist()
-    record["map_vs_posterior_mean_disagreement"] = metrics.map_posterior_disagreement(
-        map_labels, posterior_mean, labelled_idx
-    )
-    record |= _energy_diagnostics(_inference_data(estimator))
-    record["warnings"] = sorted({str(w.message).splitlines()[0] for w in caught})[:5]
-    return record, estimator
-
-
-def _inference_data(estimator):
-    """The estimator's ArviZ data: ``inference_data_`` or ``to_arviz()`` when it sampled."""
-    data = getattr(estimator, "inference_data_", None)
-    if data is None and hasattr(estimator, "to_arviz") and hasattr(estimator, "samples_"):
-        try:
-            data = estimator.to_arviz()
-        except Exception:  # noqa: BLE001 - diagnostics are optional, the numbers are not
-            data = None
-    return data
+    path = pathlib.Path(path)
+    if not path.exists():
+        return None, None
+    try:
+        stored = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        return None, f"damaged ({type(err).__name__}: {err})"
+    if not isinstance(stored, dict) or "model" not in stored:
+        return None, "damaged (not a run record)"
+    if stored.get("config_key") != key:
+        return None, "from other settings (config changed)"
+    return stored, None
 
 
 def _config_key(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _save_arviz(estimator, path: pathlib.Path) -> str | None:
-    data = _inference_data(estimator)
-    if data is None:
-        return None
+def _x64() -> bool:
+    import jax
+
+    return bool(jax.config.jax_enable_x64)
+
+
+def _serial(cells, shared, common) -> Iterator[tuple[tuple[str, int], dict, dict]]:
+    graph, y, X = shared
+    for cell, (factory, labelled) in cells:
+        record, files = run_job(cell[0], factory, graph, y, labelled, X=X, **common(cell))
+        yield cell, record, files
+
+
+def _client(workers: int, scheduler: str | None):
+    """A dask.distributed client: the cluster at ``scheduler``, or a LocalCluster of
+    ``workers`` single-threaded processes. Returns ``(client, closer)``."""
     try:
-        data.to_netcdf(str(path))
-    except Exception as err:  # noqa: BLE001 - a failed save must not lose the run's numbers
-        return f"not written: {type(err).__name__}: {err}"
-    return str(path)
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ValueError("workers/scheduler: Dask is not installed; pip install "
+                         "'graphssl[scale]' (dask[distributed])") from None
+    if scheduler is not None:
+        client = Client(scheduler)
+        return client, client.close
+    cluster = LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True,
+                           dashboard_address=None)
+    client = Client(cluster)
+
+    def close():
+        client.close()
+        cluster.close()
+
+    return client, close
 
 
-def _plot_marginals(X, estimator, labelled_idx, path: pathlib.Path, title: str) -> str | None:
-    """Marginal-confidence map for 2-D data: colour = label, opacity = its probability."""
-    if X is None or np.asarray(X).shape[1] != 2:
-        return None
-    from matplotlib import colormaps
-    from matplotlib.figure import Figure
+def _on_dask(cells, shared, common, client) -> Iterator[tuple[tuple[str, int], dict, dict]]:
+    from dask.distributed import as_completed
 
-    proba = np.asarray(estimator.label_distributions_)
-    label = np.argmax(proba, axis=1)
-    confidence = proba[np.arange(len(label)), label]
-    fig = Figure(figsize=(5, 4))  # no pyplot: never touches the caller's backend
-    ax = fig.subplots()
-    cmap = colormaps["tab10"]
-    colours = cmap(label % 10)
-    colours[:, 3] = np.clip(confidence, 0.15, 1.0)
-    ax.scatter(X[:, 0], X[:, 1], c=colours, s=8, linewidths=0)
-    ax.scatter(X[labelled_idx, 0], X[labelled_idx, 1], c="k", marker="x", s=40, label="labelled")
-    ax.set_title(f"{title}: label (colour) and its marginal probability (opacity)", fontsize=8)
-    ax.legend(loc="best", fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    return str(path)
-
-
-def _plot_energy_trace(estimator, path: pathlib.Path, title: str) -> str | None:
-    """Energy trace per chain, when the model was sampled."""
-    data = _inference_data(estimator)
-    if data is None:
-        return None
+    graph, y, X = (client.scatter(value, broadcast=True) if value is not None else None
+                   for value in shared)  # sent once per worker, not once per cell
+    futures = {}
+    for cell, (factory, labelled) in cells:
+        name, i = cell
+        future = client.submit(run_job, name, factory, graph, y, labelled, X=X, **common(cell),
+                               pure=False, key=f"graphssl-{name}-split{i}-{uuid.uuid4().hex}")
+        futures[future] = cell
     try:
-        energy = np.asarray(data["sample_stats"]["energy"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6, 3))
-    ax = fig.subplots()
-    for chain, trace in enumerate(np.atleast_2d(energy)):
-        ax.plot(trace, lw=0.7, label=f"chain {chain}")
-    ax.set_xlabel("draw")
-    ax.set_ylabel("energy")
-    ax.set_title(f"{title}: energy trace (chains should overlap)", fontsize=8)
-    ax.legend(fontsize=6, ncol=4)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    return str(path)
+        for future in as_completed(futures):
+            cell = futures[future]
+            try:
+                record, files = future.result()
+            except Exception as err:  # noqa: BLE001 - e.g. KilledWorker: not stored, retried
+                yield cell, {"model": cell[0], "error": f"{type(err).__name__}: {err}",
+                             "transient": True}, {}
+                continue
+            yield cell, record, files
+    finally:
+        client.cancel(list(futures))
 
 
 def compare_models(
@@ -191,19 +154,33 @@ def compare_models(
     X=None,
     progress: bool = True,
     resume: bool = True,
+    budget: ConvergenceBudget | None = None,
+    classes=None,
+    workers: int = 1,
+    scheduler: str | None = None,
+    client=None,
 ) -> dict[str, list[dict]]:
     """Fit every model on every split, writing each result as it completes.
 
     Args:
       models: name -> factory returning an unfitted estimator (see the module docstring).
-      graph: the shared :class:`graphssl.graph.Graph`.
-      y: true labels (``-1`` where unknown: accuracy is then not reported).
+        On Dask the factories travel to the workers by pickle (cloudpickle).
+      graph: the shared graph; y: true labels (``-1`` where unknown: accuracy is then not
+        reported and predictions are recorded in ``classes``' names).
       splits: labelled index arrays, one per split.
       out_dir: folder for ``runs/``, ``arviz/`` and ``plots/``.
       config: settings that identify the run (data set, graph, seed); a stored result is
         reused only when its config matches, so a changed setting never mixes results.
       X: features (for models with ``fits_features`` and for 2-D confidence plots).
       resume: reuse stored results of the same config.
+      budget: the convergence criteria and budget of sampled models
+        (:class:`~graphssl.runs.ConvergenceBudget`).
+      classes: original class names, for the predictions of unlabelled rows.
+      workers: > 1 runs the cells on a Dask LocalCluster of that many processes.
+      scheduler: address of a running Dask scheduler (``tcp://host:8786``) to run on.
+      client: a ``dask.distributed.Client`` to run on (overrides the two above).
+
+    Returns ``{model: [record per split]}`` in split order.
     """
     from tqdm.auto import tqdm
 
@@ -211,36 +188,65 @@ def compare_models(
     for sub in ("runs", "arviz", "plots"):
         (out / sub).mkdir(parents=True, exist_ok=True)
     key = _config_key(config or {})
-    results: dict[str, list[dict]] = {name: [] for name in models}
-    jobs = [(name, i) for name in models for i in range(len(splits))]
-    bar = tqdm(jobs, disable=not progress, desc="models x splits", leave=False)
-    for name, i in bar:
-        bar.set_postfix_str(f"{name} split {i}")
-        path = out / "runs" / f"{name}__split{i}.json"
-        if resume and path.exists():
-            stored = json.loads(path.read_text())
-            if stored.get("config_key") == key:
-                results[name].append(stored | {"resumed": True})
+    done: dict[tuple[str, int], dict] = {}
+    todo = []
+    for name in models:
+        for i in range(len(splits)):
+            stored, problem = read_run(out / "runs" / f"{name}__split{i}.json", key) \
+                if resume else (None, None)
+            if stored is not None:
+                done[(name, i)] = stored | {"resumed": True}
                 continue
-        try:
-            record, estimator = run_model(name, models[name], graph, y, splits[i], X=X)
-        except Exception as err:  # noqa: BLE001 - one failing model must not sink the report
-            record, estimator = {"model": name, "error": f"{type(err).__name__}: {err}"}, None
-        record |= {"split": i, "config_key": key}
-        if estimator is not None:
-            record["arviz"] = _save_arviz(estimator, out / "arviz" / f"{name}__split{i}.nc")
-            if i == 0:
-                record["plot"] = _plot_marginals(
-                    X, estimator, splits[i], out / "plots" / f"{name}.png", name
-                )
-                record["trace_plot"] = _plot_energy_trace(
-                    estimator, out / "plots" / f"{name}_energy.png", name
-                )
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, indent=1, default=float))
-        tmp.replace(path)  # atomic: a crash never leaves a half-written result
-        results[name].append(record)
-    return results
+            if problem is not None and not problem.startswith("from other"):
+                print(f"graphssl: {out / 'runs' / f'{name}__split{i}.json'} is {problem}; "
+                      "refitting it", file=sys.stderr)
+            todo.append(((name, i), (models[name], np.asarray(splits[i]))))
+    x64 = _x64()
+
+    def common(cell):
+        return {"budget": budget, "classes": classes, "plots": cell[1] == 0, "x64": x64}
+
+    closer = None
+    if todo and client is None and (scheduler is not None or int(workers) > 1):
+        client, closer = _client(workers, scheduler)
+    bar = tqdm(total=len(todo), disable=not progress or not todo, desc="models x splits",
+               leave=False)
+    try:
+        shared = (graph, np.asarray(y), None if X is None else np.asarray(X))
+        stream = _on_dask(todo, shared, common, client) if client is not None \
+            else _serial(todo, shared, common)
+        for (name, i), record, files in stream:
+            done[(name, i)] = _store(out, name, i, key, record, files)
+            bar.update(1)
+            bar.set_postfix_str(f"{name} split {i}")
+    finally:
+        bar.close()
+        if closer is not None:
+            closer()
+    return {name: [done[(name, i)] for i in range(len(splits))] for name in models}
+
+
+def _store(out: pathlib.Path, name: str, i: int, key: str, record: dict, files: dict) -> dict:
+    """Write a cell's files, then its record (the mark that the cell is done)."""
+    record = record | {"split": i, "config_key": key}
+    targets = {"arviz": out / "arviz" / f"{name}__split{i}.nc",
+               "plot": out / "plots" / f"{name}.png",
+               "trace_plot": out / "plots" / f"{name}_energy.png"}
+    for kind, data in files.items():
+        atomic_write(targets[kind], data)
+        record[kind] = str(targets[kind].relative_to(out))
+    if not record.get("transient"):
+        atomic_write(out / "runs" / f"{name}__split{i}.json",
+                     json.dumps(record, indent=1, default=_json_default))
+    return record
+
+
+def _json_default(value):
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return float(value)
 
 
 _COLUMNS = [
@@ -250,29 +256,41 @@ _COLUMNS = [
     ("accuracy_posterior_mean", "acc PM"),
     ("map_vs_posterior_mean_disagreement", "MAP!=PM"),
     ("ece", "ECE"),
-    ("rhat_energy", "R-hat E"),
-    ("ess_energy", "ESS E"),
+    ("rhat_max", "R-hat"),
+    ("ess_min", "ESS"),
     ("seconds", "time s"),
 ]
+_EXTRA = ["rhat_energy", "ess_energy", "draws"]
 
 
 def summarise(results: dict[str, list[dict]]) -> dict[str, dict]:
-    """Mean and standard deviation of every recorded figure, per model."""
+    """Mean and standard deviation of every recorded figure, per model.
+
+    ``converged`` is ``None`` for models that were not sampled, else whether every split
+    converged; ``unconverged_splits`` lists those that did not.
+    """
     summary = {}
     for name, runs in results.items():
         row: dict = {"n_splits": len(runs), "errors": [r["error"] for r in runs if "error" in r]}
-        for key, _ in _COLUMNS:
-            values = [r[key] for r in runs if r.get(key) is not None]
+        for key in [k for k, _ in _COLUMNS] + _EXTRA:
+            values = [r[key] for r in runs if r.get(key) is not None
+                      and np.isfinite(r[key])]
             if values:
                 row[f"{key}_mean"] = float(np.mean(values))
                 row[f"{key}_std"] = float(np.std(values))
+        sampled = [r for r in runs if "converged" in r]
+        row["converged"] = all(r["converged"] for r in sampled) if sampled else None
+        row["unconverged_splits"] = [r["split"] for r in sampled if not r["converged"]]
         summary[name] = row
     return summary
 
 
-def format_table(summary: dict[str, dict]) -> str:
-    """Plain-text table of :func:`summarise` output."""
-    header = f"{'model':<16}" + "".join(f"{label:>10}" for _, label in _COLUMNS)
+def format_table(summary: dict[str, dict], budget: ConvergenceBudget | None = None) -> str:
+    """Plain-text table of :func:`summarise` output; rows whose chains did not converge
+    are marked ``*`` and explained below the table. R-hat is the largest and ESS the
+    smallest over the invariant statistics (energy, class sizes, co-assignment)."""
+    budget = ConvergenceBudget() if budget is None else budget
+    header = f"{'model':<18}" + "".join(f"{label:>10}" for _, label in _COLUMNS)
     lines = [header, "-" * len(header)]
     for name, row in summary.items():
         cells = []
@@ -280,12 +298,20 @@ def format_table(summary: dict[str, dict]) -> str:
             value = row.get(f"{key}_mean")
             if value is None:
                 cells.append(f"{'-':>10}")
-            elif key == "ess_energy":
+            elif key == "ess_min":
                 cells.append(f"{value:>10.0f}")
             else:
                 cells.append(f"{value:>10.4f}")
-        line = f"{name:<16}" + "".join(cells)
+        mark = " *" if row.get("converged") is False else ""
+        line = f"{name + mark:<18}" + "".join(cells)
         if row["errors"]:
             line += f"   error: {row['errors'][0][:60]}"
         lines.append(line)
+    unconverged = [n for n, row in summary.items() if row.get("converged") is False]
+    if unconverged:
+        lines.append(
+            f"* not converged (R-hat > {budget.target_rhat} or ESS < {budget.min_ess:.0f} on "
+            f"an invariant statistic after {2 ** budget.max_doublings}x the draws) on split(s) "
+            + "; ".join(f"{n}: {summary[n]['unconverged_splits']}" for n in unconverged)
+            + " -- read those rows' posterior figures with care")
     return "\n".join(lines)

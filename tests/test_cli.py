@@ -2,44 +2,154 @@
 
 import json
 
+import networkx as nx
 import numpy as np
 import pytest
 
+from graphssl import cli_inputs, suite
 from graphssl.cli import MODELS, main, register_model
+
+
+def _report(root):
+    [path] = root.glob("*/results.json")
+    return path.parent, json.loads(path.read_text())
 
 
 def test_run_two_moons_writes_json(tmp_path, capsys):
     code = main(["run", "--dataset", "two_moons", "--n-splits", "2", "--label-rate", "0.05",
-                 "--models", "grf,lgc", "--out", str(tmp_path)])
+                 "--models", "grf,lgc", "--out", str(tmp_path), "--no-progress"])
     assert code == 0
     out = capsys.readouterr().out
     assert "grf" in out and "lgc" in out and "acc MAP" in out and "ECE" in out
-    report = json.loads((tmp_path / "results.json").read_text())
+    folder, report = _report(tmp_path)
+    assert folder.name.startswith("two_moons-grf+lgc-")  # non-default settings: a hash
     assert report["dataset"] == "two_moons" and report["n_samples"] == 1000
     assert len(report["splits"]) == 2 and len(report["splits"][0]) == 50
     for name in ("grf", "lgc"):
         model = report["models"][name]
         assert model["accuracy_mean"] > 0.9 and len(model["runs"]) == 2
         assert all(r["seconds"] >= 0 for r in model["runs"])
+        assert model["converged"] is None  # not sampled
+    assert not list(folder.rglob("*.tmp"))  # atomic writes leave no temporary files
+
+
+def test_output_folders_per_data_set_and_models(tmp_path):
+    args = ["--n-splits", "1", "--out", str(tmp_path), "--no-progress"]
+    assert main(["run", "--models", "grf"] + args) == 0
+    assert main(["run", "--models", "lgc"] + args) == 0
+    assert main(["run", "--models", "grf", "--dataset", "three_clusters"] + args) == 0
+    folders = sorted(p.name for p in tmp_path.iterdir())
+    assert len(folders) == 3 and len(set(folders)) == 3
+    assert [f.split("-")[:2] for f in folders] == [
+        ["three_clusters", "grf"], ["two_moons", "grf"], ["two_moons", "lgc"]]
+
+
+def test_damaged_run_file_is_reported_and_refitted(tmp_path, capsys):
+    argv = ["run", "--models", "grf", "--n-splits", "2", "--out", str(tmp_path), "--no-progress"]
+    assert main(argv) == 0
+    folder, first = _report(tmp_path)
+    damaged = folder / "runs" / "grf__split1.json"
+    damaged.write_text('{"model": "grf", "accur')  # a half-written file from another tool
+    capsys.readouterr()
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "grf__split1.json is damaged (JSONDecodeError" in err and "refitting" in err
+    _, again = _report(tmp_path)
+    runs = again["models"]["grf"]["runs"]
+    assert runs[0].get("resumed") and not runs[1].get("resumed")
+    assert runs[1]["accuracy"] == first["models"]["grf"]["runs"][1]["accuracy"]
+    assert json.loads(damaged.read_text())["accuracy"] == runs[1]["accuracy"]
+
+
+def test_ctrl_c_stops_with_resume_message(tmp_path, capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(suite, "compare_models", interrupted)
+    code = main(["run", "--models", "grf", "--out", str(tmp_path), "--no-progress"])
+    assert code == 130
+    err = capsys.readouterr().err
+    assert "interrupted; resume with the same command" in err and "Traceback" not in err
 
 
 def test_run_csv_with_own_unlabelled_rows(tmp_path, capsys):
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(0, 0.3, (15, 2)), rng.normal(3, 0.3, (15, 2))])
-    labels = ["a"] * 15 + ["b"] * 15
+    X[:, 1] *= 1000.0  # a column on another scale: standardisation keeps both informative
+    labels = ["cat"] * 15 + ["dog"] * 15
+    marks = {2: "", 3: "-1", 4: "unknown"}
     rows = ["x1,x2,label"]
     for i, (x, lab) in enumerate(zip(X, labels, strict=True)):
-        rows.append(f"{x[0]},{x[1]},{lab if i in (0, 1, 15, 16) else ''}")
+        shown = lab if i in (0, 1, 15, 16) else marks.get(i, "?")
+        rows.append(f"{x[0]},{x[1]},{shown}")
     path = tmp_path / "tiny.csv"
     path.write_text("\n".join(rows) + "\n")
     code = main(["run", "--dataset", str(path), "--label-column", "label", "--k", "4",
-                 "--n-splits", "1", "--models", "knn", "--out", str(tmp_path / "o")])
+                 "--n-splits", "1", "--models", "knn", "--out", str(tmp_path / "o"),
+                 "--unlabeled-value", "unknown", "--no-progress"])
     assert code == 0
-    report = json.loads((tmp_path / "o" / "results.json").read_text())
-    predictions = report["models"]["knn"]["runs"][0]["predictions"]
-    assert predictions[:15] == [0] * 15 and predictions[15:] == [1] * 15
-    assert "accuracy" not in report["models"]["knn"]["runs"][0]
+    folder, report = _report(tmp_path / "o")
+    run = report["models"]["knn"]["runs"][0]
+    assert run["predictions"] == labels and "accuracy" not in run
+    assert report["classes"] == ["cat", "dog"]
+    lines = (folder / "predictions.csv").read_text().splitlines()
+    assert lines[0] == "node,knn" and lines[1] == "0,cat" and lines[-1] == "29,dog"
     assert "knn" in capsys.readouterr().out
+
+
+def test_standardisation_of_user_tables(tmp_path):
+    rows = ["a,b,y"] + [f"{i},{1000 * (i % 3)},{i % 2}" for i in range(12)]
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    scaled = cli_inputs.load_table_problem(str(tmp_path / "t.csv"))
+    raw = cli_inputs.load_table_problem(str(tmp_path / "t.csv"), scale=False)
+    np.testing.assert_allclose(scaled.X.mean(axis=0), 0, atol=1e-12)
+    np.testing.assert_allclose(scaled.X.std(axis=0), 1)
+    assert raw.X[:, 1].max() == 2000 and raw.classes.tolist() == ["0", "1"]
+    moons = cli_inputs.load_table_problem("two_moons")  # built-in sets keep their features
+    assert abs(moons.X.std(axis=0) - 1).max() > 0.05
+
+
+def test_run_own_graph_edge_list_labels_features(tmp_path, capsys):
+    karate = nx.karate_club_graph()
+    edges = ["source,target,weight"] + [f"n{a},n{b},{1 + (a + b) % 3}" for a, b in karate.edges]
+    (tmp_path / "edges.csv").write_text("\n".join(edges) + "\n")
+    clubs = {f"n{v}": karate.nodes[v]["club"] for v in karate.nodes}
+    known = {"n0", "n33", "n1", "n32"}
+    (tmp_path / "labels.csv").write_text(
+        "node,label\n" + "".join(f"{v},{c if v in known else ''}\n" for v, c in clubs.items()))
+    rng = np.random.default_rng(0)
+    (tmp_path / "feats.csv").write_text(
+        "node,f1,f2\n" + "".join(f"{v},{rng.normal()},{rng.normal()}\n" for v in clubs))
+    code = main(["run", "--graph", str(tmp_path / "edges.csv"), "--labels",
+                 str(tmp_path / "labels.csv"), "--features", str(tmp_path / "feats.csv"),
+                 "--models", "grf,harmonic_mixture", "--out", str(tmp_path / "o"),
+                 "--n-splits", "1", "--no-progress"])
+    assert code == 0
+    folder, report = _report(tmp_path / "o")
+    assert folder.name.startswith("edges-grf+harmonic_mixture")
+    assert report["graph"]["source"] == "file" and report["n_samples"] == 34
+    lines = (folder / "predictions.csv").read_text().splitlines()
+    predicted = dict(line.split(",")[:2] for line in lines[1:])
+    accuracy = np.mean([predicted[v] == c for v, c in clubs.items()])
+    assert accuracy > 0.8 and set(predicted.values()) == {"Mr. Hi", "Officer"}
+
+
+def test_run_own_graphml_with_label_attribute(tmp_path, capsys):
+    nx.write_graphml(nx.karate_club_graph(), tmp_path / "karate.graphml")
+    argv = ["run", "--graph", str(tmp_path / "karate.graphml"), "--label-attribute", "club",
+            "--label-rate", "0.2", "--n-splits", "2", "--out", str(tmp_path), "--no-progress"]
+    assert main(argv + ["--models", "grf,mincut"]) == 0
+    _, report = _report(tmp_path)
+    assert report["has_truth"] and report["models"]["grf"]["accuracy_mean"] > 0.8
+    assert main(argv + ["--models", "grf,boltzmann"]) == 2  # needs features: refused
+    assert "boltzmann learn from node features" in capsys.readouterr().err
+    problem = cli_inputs.load_graph_problem(tmp_path / "karate.graphml",
+                                            label_attribute="club")
+    from graphssl.cli import _usable
+
+    kept = _usable(list(MODELS), problem, explicit=False)  # 'all': skipped with a notice
+    assert "grf" in kept and "boltzmann" not in kept and "harmonic_mixture" not in kept
+    assert "skipping boltzmann, harmonic_mixture" in capsys.readouterr().err
 
 
 def test_run_npz_path(tmp_path):
@@ -47,10 +157,16 @@ def test_run_npz_path(tmp_path):
     X = np.vstack([rng.normal(0, 0.3, (20, 3)), rng.normal(2, 0.3, (20, 3))]).astype(np.float32)
     np.savez(tmp_path / "mine.npz", X=X, y=np.repeat([0, 1], 20))
     code = main(["run", "--dataset", str(tmp_path / "mine.npz"), "--k", "5", "--label-rate",
-                 "0.1", "--models", "all", "--n-splits", "1", "--out", str(tmp_path)])
+                 "0.1", "--models", "all", "--n-splits", "1", "--out", str(tmp_path),
+                 "--max-doublings", "0", "--no-progress"])
     assert code == 0
-    report = json.loads((tmp_path / "results.json").read_text())
+    folder, report = _report(tmp_path)
+    assert folder.name.startswith("mine-all-")
     assert set(report["models"]) == set(MODELS)
+    sampled = [n for n, m in report["models"].items() if m["converged"] is not None]
+    assert {"potts_gibbs", "potts_sw"} <= set(sampled)
+    for name in sampled:
+        assert {"rhat_max", "ess_min", "converged"} <= set(report["models"][name]["runs"][0])
 
 
 def test_registry_accepts_new_models(tmp_path):
@@ -59,7 +175,7 @@ def test_registry_accepts_new_models(tmp_path):
     register_model("lgc_half", lambda: LGCClassifier(alpha=0.5), "LGC alpha 0.5")
     try:
         assert main(["run", "--models", "lgc_half", "--n-splits", "1", "--out",
-                     str(tmp_path)]) == 0
+                     str(tmp_path), "--no-progress"]) == 0
     finally:
         MODELS.pop("lgc_half")
 
@@ -75,6 +191,11 @@ def test_registry_accepts_new_models(tmp_path):
         (["run", "--k", "5000"], "k"),
         (["run", "--sigma", "-1"], "sigma"),
         (["run", "--n-splits", "0"], "--n-splits"),
+        (["run", "--workers", "0"], "--workers"),
+        (["run", "--target-rhat", "0.9"], "target_rhat"),
+        (["run", "--graph", "g.txt"], "--graph"),
+        (["run", "--graph", "missing.csv"], "does not exist"),
+        (["run", "--features", "f.csv"], "--features: only with --graph"),
         (["frobnicate"], "invalid choice"),
         ([], "choose a command"),
     ],
@@ -87,7 +208,31 @@ def test_bad_input_one_line_exit_2(argv, match, tmp_path, capsys):
     assert err.count("\n") == 1
 
 
-def test_list(capsys):
+def test_empty_or_unwritable_out_refused_up_front(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--out", "", "--models", "grf"]) == 2
+    assert "--out: empty" in capsys.readouterr().err
+    (tmp_path / "afile").write_text("x")
+    assert main(["run", "--out", "afile", "--models", "grf"]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    assert main(["run", "--out", "afile/sub", "--models", "grf"]) == 2
+    assert "--out: cannot write in" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # nothing written
+
+
+def test_help_has_examples(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "--help"])
+    assert stop.value.code == 0
+    text = capsys.readouterr().out
+    assert "examples:" in text and "--graph" in text and "--scheduler" in text
+
+
+def test_list(tmp_path, capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "grf" in out and "two_moons" in out
+    np.savez(tmp_path / "digit1.npz", X=np.zeros((4, 2)), y=np.array([0, 1, 0, 1]))
+    assert main(["list", "--data-dir", str(tmp_path)]) == 0
+    assert "digit1" in capsys.readouterr().out
+    assert main(["list", "--data-dir", str(tmp_path / "nope")]) == 2

@@ -1,9 +1,13 @@
 """graphssl.suite: per-run records, resume after interruption, failing models isolated."""
 
 import json
+import warnings
+from typing import NamedTuple
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 
 from graphssl import suite
 from graphssl.data import two_moons
@@ -67,13 +71,53 @@ def test_records_and_resume(moons, tmp_path):
         np.mean([r["accuracy"] for r in first["grf"]]))
 
 
-def test_energy_diagnostics_from_sample_stats():
-    rng = np.random.default_rng(0)
-    data = {"sample_stats": {"energy": rng.normal(size=(4, 200))}}
-    diag = suite._energy_diagnostics(data)
-    assert 0.95 < diag["rhat_energy"] < 1.05 and diag["ess_energy"] > 300
-    shifted = {"sample_stats": {"energy": rng.normal(size=(4, 200)) + np.arange(4)[:, None]}}
-    assert suite._energy_diagnostics(shifted)["rhat_energy"] > 1.5
+class _Samples(NamedTuple):
+    labels: np.ndarray
+    energy: np.ndarray
+
+
+class _FakeSampler(BaseEstimator):
+    """Chains that agree only from ``converges_at`` draws per chain on (a known answer)."""
+
+    fits = 0
+
+    def __init__(self, n_samples=100, converges_at=400):
+        self.n_samples = n_samples
+        self.converges_at = converges_at
+
+    def fit_graph(self, graph, y):
+        type(self).fits += 1
+        rng = np.random.default_rng(self.n_samples)
+        n, draws = graph.n_nodes, self.n_samples
+        labels = rng.integers(0, 2, size=(4, draws, n)).astype(np.int8)
+        energy = rng.normal(size=(4, draws))
+        if draws < self.converges_at:
+            energy += np.arange(4)[:, None]  # chains stuck at different levels
+        self.samples_ = _Samples(labels, energy)
+        self.classes_ = np.array([0, 1])
+        self.label_distributions_ = np.full((n, 2), 0.5)
+        self.transduction_ = np.zeros(n, dtype=int)
+        warnings.warn("fake chains not converged", ConvergenceWarning, stacklevel=1)
+        return self
+
+
+def test_sampled_runs_extend_until_converged_or_budget(moons):
+    X, y, graph = moons
+    labelled = np.r_[np.flatnonzero(y == 0)[:3], np.flatnonzero(y == 1)[:3]]
+    record, estimator = suite.run_model("fake", _FakeSampler, graph, y, labelled)
+    assert record["converged"] and record["doublings"] == 2 and record["draws"] == 400
+    assert record["rhat_max"] <= 1.01 and record["ess_min"] >= 100
+    assert record["extended_by"] == "refitted" and estimator.n_samples == 400
+    assert not any("ConvergenceWarning" in w for w in record["warnings"])  # cured
+    short = suite.ConvergenceBudget(max_doublings=1)
+    record, _ = suite.run_model("fake", _FakeSampler, graph, y, labelled, budget=short)
+    assert not record["converged"] and record["draws"] == 200 and record["rhat_max"] > 1.5
+    assert any("energy: R-hat" in f for f in record["failing"])
+    assert any("ConvergenceWarning" in w for w in record["warnings"])
+    summary = suite.summarise({"fake": [record | {"split": 0}]})
+    assert summary["fake"]["converged"] is False and summary["fake"]["unconverged_splits"] == [0]
+    table = suite.format_table(summary, short)
+    assert "fake *" in table and "* not converged" in table and "fake: [0]" in table
 
 
 def test_map_and_posterior_mean_are_compared(moons):
