@@ -10,6 +10,11 @@ Every retained draw also gets ``model.energy`` (computed once per draw, not per 
 thinning saves its cost) and each chain keeps its lowest-energy draw: the MAP candidate of
 Walder Sec. 5 ("the most likely state visited", here among the retained draws and the
 starting state), refined by :func:`graphssl.inference.optimize.icm.iterated_conditional_modes`.
+
+With ``checkpoint=folder`` the run survives its process: after every ``checkpoint_every``
+draws the kernel state, chain keys, draws so far, MAP tracking and step count go to disk
+(atomically; format in :mod:`graphssl.inference.mcmc.checkpoint`), and the same call started
+again continues from there with the same draws.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from graphssl.inference.mcmc import checkpoint as ckpt
 from graphssl.inference.mcmc.kernels import merge_kernel, prepared, split_kernel
 
 __all__ = ["Samples", "sample_chains", "label_energy", "label_marginals", "storage_dtype"]
@@ -230,6 +236,8 @@ def sample_chains(
     chain_method: str = "auto",
     energy=None,
     batched_model: bool = False,
+    checkpoint=None,
+    checkpoint_every: int | None = None,
 ) -> Samples:
     """Run ``n_chains`` chains of ``kernel`` on ``model``.
 
@@ -259,12 +267,30 @@ def sample_chains(
       batched_model: the model's array leaves carry a leading axis of length ``n_chains``
         and chain ``c`` runs model ``c`` (many models, e.g. one per data split, in one
         compiled call). Give ``init_labels`` as ``int[chains, n]`` then.
+      checkpoint: a folder (created if needed) for checkpoints of this run
+        (:mod:`graphssl.inference.mcmc.checkpoint`): after every chunk of
+        ``checkpoint_every`` draws (default ~1/10 of ``n_samples``; it caps ``chunk_size``)
+        the run's state is written atomically, and a call with the same arguments and the
+        same folder continues from the last one (after a kill, a crash or a Ctrl-C: the
+        last checkpoint stays intact), giving the draws of an uninterrupted run. A finished
+        run's folder returns its draws without sampling; more ``n_samples`` continue it; a
+        folder written with other arguments raises ``ValueError``. Not with ``resume``.
     """
     energy_fn = label_energy if energy is None else energy
     _check_run_args(n_chains, n_samples, burn_in, thin)
     dtype = storage_dtype(model.n_classes)
     n_total = resume.chain_keys.shape[0] if resume is not None else n_chains
     method = _chain_method(chain_method, n_total)
+    outputs, done, fingerprint = [], 0, None
+    if checkpoint is not None:
+        if resume is not None:
+            raise ValueError("checkpoint: continue a run from its checkpoint folder or from "
+                             "resume=samples, not both")
+        chunk_size = ckpt.chunk_size(n_samples, chunk_size, checkpoint_every)
+        fingerprint = ckpt.fingerprint(
+            kernel=kernel, model=model, key=key, n_chains=n_chains, burn_in=burn_in, thin=thin,
+            dtype=dtype, init_labels=init_labels, energy_fn=energy_fn,
+            batched_model=batched_model)
     if resume is not None:
         if thin != resume.thin and thin != 1:
             raise ValueError(f"thin={thin} differs from the resumed run's thin={resume.thin}")
@@ -274,27 +300,40 @@ def sample_chains(
         carry = (resume.final_state, resume.chain_map_energy, resume.chain_map_labels)
         start, todo_burn = resume.n_steps, 0
     else:
-        chain_keys, carry = _initial_carry(kernel, model, key, n_chains, init_labels, energy_fn,
-                                           batched_model)
-        start, todo_burn = 0, burn_in
+        initial = functools.partial(_initial_carry, kernel, model, key, n_chains, init_labels,
+                                    energy_fn, batched_model)
+        stored = ckpt.open_run(checkpoint, fingerprint, initial, key, n_samples)
+        if stored is None:
+            chain_keys, carry = initial()
+            start, todo_burn = 0, burn_in
+        else:
+            chain_keys, carry, start, done, outputs = stored
+            todo_burn = 0
     chain_keys, carry = _shard((chain_keys, carry), n_chains)
     if chunk_size is None:
         chunk_size = max(1, -(-n_samples // 20)) if progress else max(n_samples, 1)
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=todo_burn + n_samples * thin, disable=not progress, unit="step")
-    outputs = []
-    sizes = _chunks(n_samples, chunk_size) if n_samples else []
+    bar = tqdm(total=todo_burn + (n_samples - done) * thin, disable=not progress, unit="step")
+
+    def save(out):  # with a checkpoint folder: the finished chunk, then the state counting it
+        if checkpoint is not None:
+            ckpt.save(checkpoint, fingerprint, outputs, out, n_steps=start,
+                      chain_keys=chain_keys, carry=carry)
+
+    sizes = _chunks(n_samples - done, chunk_size) if n_samples > done else []
     if todo_burn and not sizes:  # burn-in only: run it through a one-draw chunk, drop the draw
         run = _run_fn(kernel, 1, 1, dtype, method, energy_fn, batched_model)
         carry, _ = run(model, chain_keys, carry, start, todo_burn - 1)
         start, todo_burn = start + todo_burn, 0
         bar.update(start)
+        save(None)
     for size in sizes:
         run = _run_fn(kernel, size, thin, dtype, method, energy_fn, batched_model)
         carry, out = run(model, chain_keys, carry, start, todo_burn)
-        outputs.append(out)
         start += todo_burn + size * thin
+        save(out)
+        outputs.append(out)
         bar.update(todo_burn + size * thin)
         todo_burn = 0
     bar.close()
