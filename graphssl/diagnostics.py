@@ -98,7 +98,8 @@ def _extras(extra_posterior, shape) -> dict:
 
 def to_arviz(samples, *, model=None, observed_labels=None, pairs=None,
              n_pairs: int = DEFAULT_N_PAIRS, extra_posterior=None, extra_dims=None,
-             extra_coords=None, node_names=None, class_names=None):
+             extra_coords=None, label_marginals=None, map_labels=None, node_names=None,
+             class_names=None):
     """ArviZ 1.x ``DataTree`` of a sampler run, laid out for ArviZ's defaults.
 
     Groups:
@@ -111,12 +112,15 @@ def to_arviz(samples, *, model=None, observed_labels=None, pairs=None,
         [dim, ...]}``, coordinates by ``extra_coords``).
       ``posterior_labels``: ``labels [chain, draw, node]``, the raw per-node draws.
       ``sample_stats``: ``energy`` (also here, ArviZ's usual place for it) and every move
-        statistic of the sampler (acceptance, cluster counts, component rounds, ...).
+        statistic of the sampler (acceptance, cluster counts, component rounds, ...) except
+        those named in ``extra_posterior`` (they move to the posterior).
       ``observed_data``: ``observed_labels [labelled_node]``, the training labels: from
         ``observed_labels`` (``int[n]``, -1 = unlabelled; give it when the labels enter
         through a field, ``clamp=False``), else the clamped nodes of ``model``.
       ``constant_data``: ``label_marginals [node, class]`` (posterior mean of the one-hot
-        labels), ``posterior_mean_labels [node]`` (their argmax), ``map_labels [node]``,
+        labels, or the ``label_marginals`` given, e.g. Rao-Blackwellised ones),
+        ``posterior_mean_labels [node]`` (their argmax), ``map_labels [node]`` (the
+        sampler's best state, or the ``map_labels`` given, e.g. refined by ICM),
         ``coassignment_pairs [pair, pair_end]`` (node indices of each traced pair) and
         ``clamped [node]`` when ``model`` is given.
 
@@ -141,13 +145,19 @@ def to_arviz(samples, *, model=None, observed_labels=None, pairs=None,
     if pairs.shape[0]:
         posterior["coassignment"] = stats["coassignment"]
     posterior |= _extras(extra_posterior, (n_chains, n_draws))
-    marginals = _marginals(labels, q)
+    marginals = _marginals(labels, q) if label_marginals is None else np.asarray(
+        label_marginals, dtype=float)
+    map_labels = np.asarray(samples.map_labels if map_labels is None else map_labels)
+    if marginals.shape != (n, q) or map_labels.shape != (n,):
+        raise ValueError(f"label_marginals must be float[{n}, {q}] and map_labels int[{n}], "
+                         f"got {marginals.shape} and {map_labels.shape}")
     sample_stats = {"energy": stats["energy"]}
-    sample_stats.update({k: np.asarray(v) for k, v in samples.stats.items()})
+    sample_stats.update({k: np.asarray(v) for k, v in samples.stats.items()
+                         if k not in posterior})
     constant = {
         "label_marginals": marginals,
         "posterior_mean_labels": marginals.argmax(axis=1),
-        "map_labels": np.asarray(samples.map_labels),
+        "map_labels": map_labels,
         "coassignment_pairs": pairs,
     }
     coords = {"node": nodes, "class": classes, "size_rank": np.arange(q),

@@ -104,6 +104,15 @@ def test_to_arviz_pair_count_and_extras(run):
                     extra_dims={"theta": ["feature"]}, extra_coords={"feature": ["a", "b"]})
     assert tree["posterior"]["coassignment"].shape == (4, 400, 3)
     assert list(tree["posterior"]["theta"].coords["feature"].values) == ["a", "b"]
+    moved = to_arviz(samples, extra_posterior={"perm_accept_prob":
+                                               samples.stats["perm_accept_prob"]},
+                     label_marginals=np.full((8, 3), 1 / 3), map_labels=np.zeros(8, int))
+    assert "perm_accept_prob" in moved["posterior"].data_vars
+    assert set(moved["sample_stats"].data_vars) == {"energy", "perm_accepted"}
+    np.testing.assert_allclose(moved["constant_data"]["label_marginals"], 1 / 3)
+    assert "observed_data" not in moved.children  # nothing known about training labels
+    with pytest.raises(ValueError, match="label_marginals"):
+        to_arviz(samples, label_marginals=np.ones((8, 2)))
     with pytest.raises(ValueError, match="extra_posterior"):
         to_arviz(samples, extra_posterior={"theta": theta[:, :10]})
     with pytest.raises(ValueError, match="observed_labels"):
