@@ -32,6 +32,9 @@ from graphssl.validation import check_features
 
 __all__ = [
     "Graph",
+    "as_graph",
+    "DirectedGraphWarning",
+    "unreached_nodes",
     "knn_search",
     "knn_graph",
     "epsilon_graph",
@@ -161,6 +164,132 @@ jax.tree_util.register_dataclass(
 )
 
 
+# ----------------------------------------------------------------------------- inputs
+
+
+class DirectedGraphWarning(UserWarning):
+    """A graph given to :func:`as_graph` had one-directional or unequal edges (symmetrised)."""
+
+
+_SYMMETRIZE_MODES = ("max", "mean", "min", None)
+
+
+def as_graph(obj, n_nodes: int | None = None, *, weight: str = "weight",
+             symmetrize: str | None = "max", nodelist=None) -> Graph:
+    """A :class:`Graph` from a graph in any of the usual forms (estimators' ``fit_graph``).
+
+    Args:
+      obj: a :class:`Graph`; a networkx graph (nodes in the order ``list(G.nodes)``, or
+        ``nodelist``; edge weights from the attribute ``weight``, 1 where missing; parallel
+        edges of a multigraph add up); a scipy.sparse or dense ``n x n`` affinity matrix
+        (any square array is read as a matrix); or an edge list, ``int[E, 2]`` of node
+        indices or ``[E, 3]`` with a weight column (repeated pairs add up). Self-loops are
+        dropped; weights must be finite and non-negative.
+      n_nodes: the expected number of nodes (e.g. ``len(y)``); an edge list may leave the
+        last nodes isolated, every other form must match it.
+      weight: the networkx edge attribute holding the weight.
+      symmetrize: how a directed input becomes undirected: ``"max"`` (default; union,
+        ``w_ij = max(w_ij, w_ji)``, right for an edge list that names each edge once, such
+        as a citation file's ``i < j`` pairs), ``"mean"``, ``"min"`` (mutual edges only) or
+        ``None`` (keep it directed). A symmetrised input gives a
+        :class:`DirectedGraphWarning` naming how many edges were one-directional.
+      nodelist: node order of a networkx graph.
+    """
+    if symmetrize not in _SYMMETRIZE_MODES:
+        raise ValueError(
+            f"symmetrize: got {symmetrize!r}; use 'max' (union), 'mean', 'min' or None"
+        )
+    matrix = _affinity_matrix(obj, n_nodes, weight, nodelist)
+    if symmetrize is not None:
+        matrix = _report_and_symmetrize(matrix, symmetrize)
+    graph = Graph.from_scipy(matrix)
+    if graph.n_nodes < 2 or graph.n_edges == 0:
+        raise ValueError(
+            f"graph: the graph has {graph.n_nodes} nodes and no edges; give at least one edge"
+        )
+    return graph
+
+
+def _affinity_matrix(obj, n_nodes, weight, nodelist) -> sp.csr_matrix:
+    if isinstance(obj, Graph):
+        matrix = obj.to_scipy()
+    elif hasattr(obj, "nodes") and hasattr(obj, "edges") and hasattr(obj, "adj"):
+        import networkx as nx
+
+        nodes = list(obj.nodes) if nodelist is None else list(nodelist)
+        matrix = nx.to_scipy_sparse_array(obj, nodelist=nodes, weight=weight, format="csr")
+    elif sp.issparse(obj):
+        matrix = sp.csr_matrix(obj)
+    else:
+        if hasattr(obj, "to_numpy"):  # a pandas DataFrame of edges or weights
+            obj = obj.to_numpy()
+        try:
+            array = np.asarray(obj, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"graph: expected a graphssl Graph, a networkx graph, an n x n affinity matrix "
+                f"or an edge list [E, 2] / [E, 3], got {type(obj).__name__}"
+            ) from None
+        if array.ndim == 2 and array.shape[0] == array.shape[1]:
+            matrix = sp.csr_matrix(array)
+        elif array.ndim == 2 and array.shape[1] in (2, 3):
+            matrix = _edge_list_matrix(array, n_nodes)
+        else:
+            raise ValueError(
+                f"graph: an array must be an n x n affinity matrix or an edge list of shape "
+                f"[E, 2] or [E, 3], got shape {array.shape}"
+            )
+    if n_nodes is not None and matrix.shape[0] != n_nodes:
+        raise ValueError(
+            f"graph: has {matrix.shape[0]} nodes but y has {n_nodes} entries; give one label "
+            "per node (-1 for unlabelled), in the graph's node order"
+        )
+    matrix = matrix.astype(np.float64)
+    if matrix.nnz and (not np.all(np.isfinite(matrix.data)) or matrix.data.min() < 0):
+        raise ValueError("graph: edge weights must be finite and non-negative")
+    return matrix
+
+
+def _edge_list_matrix(edges: np.ndarray, n_nodes) -> sp.csr_matrix:
+    pairs = edges[:, :2]
+    if not np.all(np.isfinite(pairs)) or np.any(pairs != np.round(pairs)) or np.any(pairs < 0):
+        raise ValueError("graph: edge list node indices must be non-negative integers")
+    pairs = pairs.astype(np.int64)
+    n = int(pairs.max()) + 1 if pairs.size else 0
+    if n_nodes is not None:
+        if n > n_nodes:
+            raise ValueError(
+                f"graph: the edge list names node {n - 1} but y has only {n_nodes} entries"
+            )
+        n = int(n_nodes)
+    values = edges[:, 2] if edges.shape[1] == 3 else np.ones(edges.shape[0])
+    return sp.csr_matrix((values, (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+
+
+def _report_and_symmetrize(matrix: sp.csr_matrix, mode: str) -> sp.csr_matrix:
+    matrix = matrix.tocsr()
+    matrix.setdiag(0)
+    matrix.eliminate_zeros()
+    present = (matrix != 0).astype(np.int8)
+    mutual = present.multiply(present.T)
+    one_way = int(present.nnz - mutual.nnz)
+    unequal = int((abs(matrix - matrix.T).multiply(mutual) != 0).nnz // 2)
+    if one_way == 0 and unequal == 0:
+        return matrix
+    n_edges = int(present.nnz - mutual.nnz // 2)
+    rule = {"max": "max(w_ij, w_ji), the union", "mean": "(w_ij + w_ji) / 2",
+            "min": "min(w_ij, w_ji), mutual edges only"}[mode]
+    warnings.warn(
+        f"graph: directed input: {one_way} of {n_edges} edges are given in one direction only"
+        + (f" and {unequal} pairs have unequal weights" if unequal else "")
+        + f"; symmetrised with symmetrize={mode!r} (w_ij = {rule}). Give both directions, or "
+        "choose symmetrize='max' / 'mean' / 'min' (None keeps it directed).",
+        DirectedGraphWarning,
+        stacklevel=3,
+    )
+    return _symmetrized_matrix(matrix, mode)
+
+
 # ----------------------------------------------------------------------------- weights
 
 
@@ -176,12 +305,17 @@ def sigma_kth_neighbor(distances) -> float:
 
     Bergamim & Breve Eq. 7; ``distances`` is the ``[n, k]`` output of :func:`knn_search`.
     """
-    sigma = float(np.mean(np.asarray(distances)[:, -1]) / 3.0)
+    distances = np.asarray(distances)
+    sigma = float(np.mean(distances[:, -1]) / 3.0)
     if sigma <= 0:
-        raise ValueError(
-            "X: every point's k-th neighbour is at distance 0 (duplicate points); "
-            "remove duplicates or increase k"
-        )
+        # every point has k exact duplicates: fall back on the non-zero distances of the table
+        positive = distances[distances > 0]
+        if positive.size == 0:
+            raise ValueError(
+                "X: every point's k nearest neighbours are exact duplicates (distance 0), so "
+                "the Gaussian width is undefined; give sigma as a number or increase k"
+            )
+        sigma = float(np.mean(positive) / 3.0)
     return sigma
 
 
@@ -247,12 +381,12 @@ def _check_duplicates(distances, on_duplicates):
     if on_duplicates == "ignore":
         return
     if on_duplicates != "raise":
-        raise ValueError("on_duplicates: use 'raise' or 'ignore'")
+        raise ValueError("on_duplicates: use 'ignore' (default) or 'raise'")
     n_zero = int(np.sum(distances[:, 0] == 0))
     if n_zero:
         raise ValueError(
-            f"X: {n_zero} points have an exact duplicate (distance 0); remove duplicates "
-            "(e.g. np.unique(X, axis=0)) or pass on_duplicates='ignore'"
+            f"X: {n_zero} points have an exact duplicate (distance 0) and on_duplicates='raise'; "
+            "remove duplicates (e.g. np.unique(X, axis=0)) or keep the default 'ignore'"
         )
 
 
@@ -274,7 +408,7 @@ def knn_graph(
     sigma=None,
     t: float = 1.0,
     method: str = "auto",
-    on_duplicates: str = "raise",
+    on_duplicates: str = "ignore",
     seed: int = 0,
 ) -> Graph:
     """k-nearest-neighbour graph.
@@ -289,7 +423,8 @@ def knn_graph(
       sigma: Gaussian width: a number, ``"kth_over_3"`` / ``None`` (Bergamim & Breve Eq. 7)
         or ``"walder"`` (``exp(-omega d^2)``, omega = 1 / mean squared distance).
       method: neighbour search, see :func:`knn_search`.
-      on_duplicates: ``"raise"`` (default) or ``"ignore"`` for exact duplicate points.
+      on_duplicates: ``"ignore"`` (default: duplicate points are neighbours at distance 0,
+        Gaussian weight 1, a legitimate affinity) or ``"raise"`` (refuse them).
     """
     indices, distances = knn_search(X, k, method=method, seed=seed)
     _check_duplicates(distances, on_duplicates)
@@ -433,6 +568,18 @@ def connected_components(graph: Graph) -> tuple[int, np.ndarray]:
     """``(n_components, component_of_node int[n])`` of the undirected graph (weak components)."""
     n_components, labels = csgraph.connected_components(graph.to_scipy(), directed=False)
     return int(n_components), labels
+
+
+def unreached_nodes(graph: Graph, observed) -> np.ndarray:
+    """``bool[n]``: nodes in a (weakly) connected component with no observed node; no label
+    can reach them along the graph."""
+    observed = np.asarray(observed, dtype=bool)
+    n_components, component = connected_components(graph)
+    if n_components == 1:
+        return np.zeros(graph.n_nodes, dtype=bool)
+    reached = np.zeros(n_components, dtype=bool)
+    reached[component[observed]] = True
+    return ~reached[component]
 
 
 def propagate(graph: Graph, x: jax.Array) -> jax.Array:

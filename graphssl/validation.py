@@ -1,36 +1,130 @@
 """Input checks shared by every builder, model and estimator.
 
 Each check raises ``ValueError`` naming the offending argument and saying how to fix it.
+
+Labels (:func:`encode_labels`): any hashable class values (numbers, strings, categories).
+Unlabelled points are marked by ``-1`` (numeric labels; ``NaN`` too for float labels) and by
+``None``, ``""`` or ``NaN`` for labels of any other type (strings, objects, a pandas
+categorical with missing values). :data:`UNLABELLED` is ``-1``.
 """
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
+import scipy.sparse as sp
 
-__all__ = ["check_features", "check_labels", "check_k", "check_same_length"]
+__all__ = [
+    "UNLABELLED",
+    "UnreachedNodesWarning",
+    "check_features",
+    "check_labels",
+    "check_k",
+    "check_same_length",
+    "encode_labels",
+    "seed_from_random_state",
+]
+
+UNLABELLED = -1
+_FLOAT_MAX = np.finfo(np.float64).max
+# below this magnitude squared distances underflow to 0 (sqrt of the smallest normal)
+_FLOAT_SMALL = float(np.sqrt(np.finfo(np.float64).tiny))
 
 
-def check_features(X, *, name: str = "X") -> np.ndarray:
-    """A finite, non-empty 2-D float array (sparse input is rejected with a hint)."""
-    if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
-        raise ValueError(f"{name}: sparse input; pass X.toarray() or use a sparse-aware builder")
+class UnreachedNodesWarning(UserWarning):
+    """Some unlabelled nodes lie in connected components without any labelled node."""
+
+
+def check_features(X, *, name: str = "X", accept_sparse: bool = False):
+    """A finite, non-empty 2-D float array whose squared distances cannot overflow.
+
+    ``accept_sparse=True`` returns scipy sparse input as float64 CSR (kept sparse); otherwise
+    sparse input is refused with a hint. Object arrays of numbers are converted; complex,
+    non-numeric, NaN or inf values and magnitudes whose squared pairwise distances would
+    overflow (about 1e150) or underflow (about 1e-154) float64 give a ``ValueError``.
+    """
+    if sp.issparse(X):
+        if not accept_sparse:
+            raise ValueError(
+                f"{name}: sparse input is not supported here; pass {name}.toarray(), or give a "
+                "graph and sparse node features to fit_graph(graph, y, X=...)"
+            )
+        X = sp.csr_matrix(X, dtype=np.float64)
+        _check_shape(X.shape, name)
+        _check_finite(X.data, name, rows=None)
+        _check_magnitude(X.data, X.shape, name)
+        return X
+    X = _as_float_array(X, name)
+    _check_shape(X.shape, name)
+    _check_finite(X, name, rows=True)
+    _check_magnitude(X, X.shape, name)
+    return X
+
+
+def _as_float_array(X, name: str) -> np.ndarray:
     X = np.asarray(X)
+    if np.iscomplexobj(X):
+        raise ValueError(f"{name}: Complex data not supported; pass the real part or |z|")
     if X.ndim == 1:
-        raise ValueError(f"{name}: expected a 2-D array [n_samples, n_features]; reshape(-1, 1)")
+        raise ValueError(
+            f"{name}: expected a 2-D array [n_samples, n_features], got 1-D; Reshape your data "
+            "with X.reshape(-1, 1) (one feature) or X.reshape(1, -1) (one sample)"
+        )
     if X.ndim != 2:
         raise ValueError(f"{name}: expected a 2-D array [n_samples, n_features], got {X.ndim}-D")
-    if X.shape[0] == 0:
-        raise ValueError(f"{name}: no samples (the graph would be empty)")
-    if not np.issubdtype(X.dtype, np.number):
+    if X.dtype == object:
+        try:
+            X = X.astype(np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{name}: features must be numeric ({error})") from None
+    if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
         raise ValueError(f"{name}: features must be numeric, got dtype {X.dtype}")
-    bad = ~np.isfinite(X)
-    if bad.any():
-        rows = np.unique(np.nonzero(bad)[0])
+    return X
+
+
+def _check_shape(shape, name: str) -> None:
+    if shape[0] == 0:
+        raise ValueError(f"{name}: no samples (the graph would be empty)")
+    if shape[1] == 0:
         raise ValueError(
-            f"{name}: {rows.size} rows contain NaN or inf (first: {rows[:5].tolist()}); "
+            f"{name}: 0 feature(s) (shape={shape}) while a minimum of 1 is required; "
+            "pass at least one feature column"
+        )
+
+
+def _check_finite(values, name: str, rows) -> None:
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return
+    if rows:
+        where = np.unique(np.nonzero(bad)[0])
+        raise ValueError(
+            f"{name}: {where.size} rows contain NaN or inf (first: {where[:5].tolist()}); "
             "impute or drop them"
         )
-    return X
+    raise ValueError(f"{name}: {int(bad.sum())} entries are NaN or inf; impute or drop them")
+
+
+def _check_magnitude(values, shape, name: str) -> None:
+    """Squared distances ``sum_d (x_i - x_j)^2`` and the sums over all points of
+    ``|x_i|^2`` (Walder's omega) must stay finite and must not vanish."""
+    if values.size == 0:
+        return
+    largest = float(np.max(np.abs(values)))
+    n, d = shape
+    limit = np.sqrt(_FLOAT_MAX / (4.0 * d * max(n, 4)))
+    if largest > limit:
+        raise ValueError(
+            f"{name}: features as large as {largest:.3g} overflow squared distances in float64 "
+            f"(limit {limit:.3g} for {n} x {d}); standardise {name} (e.g. "
+            "sklearn.preprocessing.StandardScaler) or divide it by its largest value"
+        )
+    if 0.0 < largest < _FLOAT_SMALL:
+        raise ValueError(
+            f"{name}: features no larger than {largest:.3g} underflow squared distances to 0; "
+            f"rescale {name} (e.g. divide it by its largest value)"
+        )
 
 
 def check_same_length(n: int, array, name: str) -> None:
@@ -39,8 +133,78 @@ def check_same_length(n: int, array, name: str) -> None:
         raise ValueError(f"{name}: has {len(array)} entries but X has {n} rows; align them")
 
 
+def _unlabelled_mask(y: np.ndarray) -> np.ndarray:
+    """``-1`` (and ``NaN``) for numeric labels; ``None``, ``""``, ``NaN`` (or ``-1``) else."""
+    if y.dtype.kind in "iu":
+        return y == UNLABELLED
+    if y.dtype.kind == "f":
+        return (y == UNLABELLED) | np.isnan(y)
+    if y.dtype.kind == "b":
+        return np.zeros(y.shape, dtype=bool)
+    if y.dtype.kind in "US":
+        return y == y.dtype.type("")
+
+    def missing(value) -> bool:
+        if value is None or (isinstance(value, str) and value == ""):
+            return True
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            return value == UNLABELLED or value != value
+        return False
+
+    return np.fromiter((missing(v) for v in y), dtype=bool, count=y.size)
+
+
+def encode_labels(y, n: int, *, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
+    """Class values and ``int64[n]`` codes in ``0..C-1`` (``-1`` for unlabelled).
+
+    ``y`` holds labels of any type; unlabelled points are ``-1`` for numeric labels (``NaN``
+    too for floats) and ``None``, ``""`` or ``NaN`` for any other type (see the module
+    docstring). Returns ``(classes, codes)`` with ``classes`` sorted, so that
+    ``classes[codes[i]]`` is point i's label. A column vector ``[n, 1]`` is accepted with a
+    ``DataConversionWarning`` (scikit-learn's rule); continuous targets, fewer than two
+    classes or no labelled point give a ``ValueError``.
+    """
+    from sklearn.utils.multiclass import type_of_target
+    from sklearn.utils.validation import column_or_1d
+
+    if y is None:
+        raise ValueError(f"{name}: the target y is None; give -1 (or None) for unlabelled points")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = column_or_1d(y, warn=True)
+    if y.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D label vector, got shape {y.shape}")
+    check_same_length(n, y, name)
+    unlabelled = _unlabelled_mask(y)
+    labelled = y[~unlabelled]
+    if labelled.size == 0:
+        raise ValueError(
+            f"{name}: no labelled point (every label is unlabelled: -1, None, '' or NaN); "
+            "label at least one point of each class"
+        )
+    kind = type_of_target(labelled, input_name=name)
+    if kind not in ("binary", "multiclass"):
+        raise ValueError(
+            f"{name}: Unknown label type: {kind!r}; give class labels (integers, strings, ...) "
+            "with -1 for unlabelled, not a continuous or multi-output target"
+        )
+    try:
+        classes, codes = np.unique(labelled, return_inverse=True)
+    except TypeError as error:
+        raise ValueError(f"{name}: labels of mixed types cannot be ordered ({error})") from None
+    if classes.size < 2:
+        raise ValueError(
+            f"{name}: only one class ({classes[0]!r}) among the labelled points; "
+            "label at least one point of a second class"
+        )
+    encoded = np.full(n, -1, dtype=np.int64)
+    encoded[~unlabelled] = codes.ravel()
+    return classes, encoded
+
+
 def check_labels(y, n: int, *, n_classes: int | None = None, name: str = "y") -> np.ndarray:
-    """Labels in ``0..C-1`` with ``-1`` for unlabelled; at least one labelled point, two classes.
+    """Integer codes in ``0..C-1`` with ``-1`` for unlabelled; at least one labelled point,
+    two classes. For labels of other types use :func:`encode_labels`.
 
     Returns an ``int64`` copy.
     """
@@ -48,8 +212,12 @@ def check_labels(y, n: int, *, n_classes: int | None = None, name: str = "y") ->
     if y.ndim != 1:
         raise ValueError(f"{name}: expected a 1-D label vector, got shape {y.shape}")
     check_same_length(n, y, name)
-    if not (np.issubdtype(y.dtype, np.integer) or np.all(np.equal(np.mod(y, 1), 0))):
-        raise ValueError(f"{name}: labels must be integers in 0..C-1, or -1 for unlabelled")
+    if not (np.issubdtype(y.dtype, np.integer)
+            or (np.issubdtype(y.dtype, np.floating) and np.all(np.equal(np.mod(y, 1), 0)))):
+        raise ValueError(
+            f"{name}: labels must be integers in 0..C-1, or -1 for unlabelled; encode other "
+            "labels with graphssl.validation.encode_labels (the estimators do this for you)"
+        )
     y = y.astype(np.int64)
     if np.any(y < -1):
         raise ValueError(f"{name}: labels below -1 found; use -1 for unlabelled, 0..C-1 otherwise")
@@ -68,7 +236,7 @@ def check_labels(y, n: int, *, n_classes: int | None = None, name: str = "y") ->
 
 def check_k(k, n: int, *, name: str = "k") -> int:
     """Neighbour count ``1 <= k < n``."""
-    if isinstance(k, bool) or not float(k).is_integer():
+    if isinstance(k, bool) or not isinstance(k, numbers.Real) or not float(k).is_integer():
         raise ValueError(f"{name}: must be a positive integer, got {k!r}")
     k = int(k)
     if k < 1:
@@ -76,3 +244,27 @@ def check_k(k, n: int, *, name: str = "k") -> int:
     if k >= n:
         raise ValueError(f"{name}: k={k} must be smaller than the number of points n={n}")
     return k
+
+
+def seed_from_random_state(random_state, *, name: str = "random_state") -> int:
+    """An integer seed in ``[0, 2^32)`` from scikit-learn's ``random_state`` conventions.
+
+    ``None``: a fresh seed from NumPy's global generator (a different result each fit, as in
+    scikit-learn); an int: itself (the same result each fit); a ``np.random.Generator`` or
+    ``np.random.RandomState``: the next seed drawn from it. Estimators turn it into a JAX key
+    with ``jax.random.PRNGKey(seed)``.
+    """
+    if random_state is None:
+        return int(np.random.randint(0, 2**32, dtype=np.int64))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**32))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**32, dtype=np.int64))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if not 0 <= int(random_state) < 2**32:
+            raise ValueError(f"{name}: an integer seed must lie in [0, 2**32), got {random_state}")
+        return int(random_state)
+    raise ValueError(
+        f"{name}: use None, an int seed or a numpy.random.Generator, got "
+        f"{type(random_state).__name__}"
+    )

@@ -95,7 +95,6 @@ def test_lgc_and_cmn_options(blobs):
     "params, match",
     [
         (dict(k=0), "k"),
-        (dict(k=80), "k"),
         (dict(k=2.5), "k"),
         (dict(symmetrize="both"), "symmetrize"),
         (dict(weight="rbf"), "weight"),
@@ -116,11 +115,11 @@ def test_graph_params_validated_in_fit(blobs, params, match):
         (lambda X, y: (np.where(np.arange(80)[:, None] == 5, np.nan, X), y), "NaN"),
         (lambda X, y: (X, np.full(80, -1)), "no labelled"),
         (lambda X, y: (X, np.where(y == 7, 3, y)), "one class"),
-        (lambda X, y: (X, np.where(y == 7, -2, y)), "below -1"),
+        (lambda X, y: (X, np.where(y == 7, 0.5, y)), "Unknown label type"),
         (lambda X, y: (X[:-1], y), "rows"),
-        (lambda X, y: (X[:, 0], y), "2-D"),
+        (lambda X, y: (X[:, 0], y), "2D|2-D"),
         (lambda X, y: (np.vstack([X[:1]] * 80), y), "duplicate"),
-        (lambda X, y: (X, None), "requires y"),
+        (lambda X, y: (X, None), "None"),
         (lambda X, y: (X[:, :0], y), "0 feature"),
     ],
 )
@@ -147,3 +146,10 @@ def test_base_is_abstract(blobs):
     X, y, _ = blobs
     with pytest.raises(NotImplementedError):
         GraphSSLClassifier(k=5).fit(X, y)
+
+
+def test_k_not_below_n_uses_the_complete_graph(blobs):
+    X, y, y_true = blobs
+    with pytest.warns(UserWarning, match="k=79"):
+        clf = HarmonicFunctionClassifier(k=80).fit(X, y)
+    assert clf.k_ == 79 and clf.graph_.n_edges == 80 * 79

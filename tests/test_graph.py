@@ -291,7 +291,8 @@ def test_two_components_found():
         (dict(X=np.array([[0.0, np.nan], [1, 1], [2, 2]]), k=1), "NaN"),
         (dict(X=np.zeros((3, 2)) + np.arange(3)[:, None], k=3), "smaller than"),
         (dict(X=np.zeros((3, 2)) + np.arange(3)[:, None], k=0), ">= 1"),
-        (dict(X=np.array([[0.0, 0], [0, 0], [1, 1], [2, 2]]), k=1), "duplicate"),
+        (dict(X=np.array([[0.0, 0], [0, 0], [1, 1], [2, 2]]), k=1, on_duplicates="raise"),
+         "duplicate"),
         (dict(X=np.zeros((0, 2)), k=1), "no samples"),
         (dict(X=np.arange(4.0), k=1), "2-D"),
         (dict(X=np.zeros((4, 2)) + np.arange(4)[:, None], k=1, symmetrize="both"), "symmetrize"),
@@ -304,7 +305,9 @@ def test_bad_input_is_named(kwargs, match):
         G.knn_graph(**kwargs)
 
 
-def test_duplicates_can_be_allowed():
+def test_duplicates_are_kept_by_default():
     X = np.array([[0.0, 0], [0, 0], [1, 1], [2, 2]])
-    graph = G.knn_graph(X, 1, on_duplicates="ignore")
+    graph = G.knn_graph(X, 1)
     assert graph.n_edges > 0
+    W = graph.to_scipy()
+    assert W[0, 1] == 1.0  # distance 0: Gaussian weight 1, a legitimate affinity

@@ -1,33 +1,62 @@
 """scikit-learn estimator base for graph-based semi-supervised classifiers.
 
-A subclass names its model's parameters in ``__init__`` (sklearn introspects the signature,
-so list the graph options ``k, symmetrize, weight, sigma`` too and pass them to
-``super().__init__``) and implements one method::
+The base class owns ``fit``, ``fit_graph``, ``predict``, ``predict_proba`` and every input
+check; a subclass names its model's parameters in ``__init__`` (sklearn introspects the
+signature, so list the graph options ``k, symmetrize, weight, sigma`` too and pass them to
+``super().__init__``) and implements one hook::
 
     def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:  # float[n, C]
 
-where ``labels`` is ``int[n]`` in ``0..C-1`` with ``-1`` for unlabelled. Everything else --
-input checks, the kNN graph, class encoding, ``transduction_``, ``predict``,
-``predict_proba`` and the inductive extension to new points -- lives here.
+where ``labels`` is ``int[n]`` in ``0..C-1`` with ``-1`` for unlabelled and ``graph`` a
+symmetric :class:`~graphssl.graph.Graph`. The hook may read ``self.X_graph_`` (node features:
+``float[n, d]``, a scipy CSR matrix, or None) and ``self.X_fit_`` (dense training features of
+``fit``, None after ``fit_graph``), and may set ``self._map_encoded`` (``int[n]`` codes of a
+MAP labelling; the base turns it into ``map_labels_``). Optional hooks, each with a default:
+``_graph_from_features(X, labels)`` (the graph of ``fit``: the kNN graph),
+``_unreached_mask(graph, labels)`` (nodes no label reaches: graph components without a label),
+``_unreached_proba(nodes, labels, n_classes)`` (their distribution: the class prior; a model
+with a feature model returns its predictions), ``_induce(X)`` (new points) and
+``_decision(proba)`` (labels from distributions: argmax).
 
-Inductive extension (``predict(X_new)``): the distribution of a new point is the
-graph-weighted mean of the fitted distributions of its ``k`` nearest training points
-(Delalleau et al. 2005, as used by Zhu & Lafferty 2005, Sec. 4), with the same weight scheme
-as the graph, computed in log space so that far-away points never give NaN. A point equal to
-a training point gets that point's fitted distribution.
+Labels: any class values (numbers, strings, categories); ``classes_`` and every prediction are
+in the user's labels. Unlabelled points are ``-1`` for numeric labels and ``None``, ``""`` or
+``NaN`` for labels of other types (:func:`graphssl.validation.encode_labels`).
+
+Unreached nodes: unlabelled nodes in connected components without a labelled node get the
+class prior (label frequencies among the labelled nodes), or the feature model's prediction
+where the estimator has one, with an :class:`~graphssl.validation.UnreachedNodesWarning`
+naming how many.
+
+Inductive extension (``predict(X_new)``): a new point equal to a training point gets that
+point's fitted distribution; any other gets the graph-weighted mean of the fitted
+distributions of its ``k`` nearest training points (Delalleau et al. 2005, as used by Zhu &
+Lafferty 2005, Sec. 4), with the same weight scheme as the graph, in log space so that
+far-away points never give NaN.
 """
 
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from graphssl.graph import Graph, knn_graph, sigma_kth_neighbor, walder_omega
-from graphssl.validation import check_features, check_k, check_labels
+from graphssl.graph import (
+    as_graph,
+    knn_graph,
+    sigma_kth_neighbor,
+    unreached_nodes,
+    walder_omega,
+)
+from graphssl.validation import (
+    UnreachedNodesWarning,
+    check_features,
+    check_k,
+    encode_labels,
+    seed_from_random_state,
+)
 
 __all__ = ["GraphSSLClassifier"]
 
@@ -37,10 +66,11 @@ _SIGMA_RULES = ("kth_over_3", "walder")
 
 
 class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
-    """Transductive classifier on a kNN similarity graph (``y = -1`` marks unlabelled).
+    """Transductive classifier on a similarity graph (``y = -1`` marks unlabelled).
 
     Parameters:
-      k: neighbours per point of the kNN graph (``1 <= k < n``).
+      k: neighbours per point of the kNN graph of ``fit`` (``k >= 1``; a ``k`` of ``n`` or
+        more points is cut to ``n - 1``, the complete graph, with a warning).
       symmetrize: ``"max"`` (i in kNN(j) or j in kNN(i)), ``"min"`` (mutual), ``"mean"``
         or ``None`` (directed).
       weight: ``"gaussian"``, ``"binary"``, ``"distance"`` or ``"cosine"``.
@@ -51,10 +81,14 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
     Attributes after ``fit`` / ``fit_graph``:
       classes_: the distinct labels seen (sorted); columns of the distributions.
       label_distributions_: ``float[n, C]`` class distribution of every training node.
-      transduction_: ``classes_[argmax]`` for every training node.
+      transduction_: the label of every training node (values of ``classes_``).
       graph_: the :class:`graphssl.graph.Graph` used.
+      X_graph_: the node features (``fit``: X; ``fit_graph``: its ``X`` or None).
+      n_unreached_: unlabelled nodes no label reaches (given the class prior).
       n_features_in_: feature count (``fit`` only).
     """
+
+    _requires_features = False  # True: fit_graph needs node features X
 
     def __init__(self, k=10, symmetrize="max", weight="gaussian", sigma="kth_over_3"):
         self.k = k
@@ -62,13 +96,30 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self.weight = weight
         self.sigma = sigma
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.input_tags.allow_nan = False
+        return tags
+
     # ------------------------------------------------------------------ to implement
     def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:
         raise NotImplementedError("subclasses compute float[n, C] class distributions")
 
     # ------------------------------------------------------------------ validation
+    def _default_k(self, n: int) -> int:
+        """``k`` when the parameter is None (subclasses may follow their paper's rule)."""
+        return 10
+
     def _validate_graph_params(self, n: int) -> int:
-        k = check_k(self.k, n, name="k")
+        k = self._default_k(n) if self.k is None else self.k
+        if isinstance(k, numbers.Real) and not isinstance(k, bool) and k >= n >= 2:
+            warnings.warn(
+                f"k: k={k} but there are only n={n} points; using k={n - 1} (the complete "
+                "graph)", UserWarning, stacklevel=4,
+            )
+            k = n - 1
+        k = check_k(k, n, name="k")
         if self.symmetrize not in _SYMMETRIZE:
             raise ValueError(
                 f"symmetrize: got {self.symmetrize!r}; use 'max', 'min', 'mean' or None"
@@ -93,62 +144,132 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"sigma: must be a positive finite number or a rule, got {sigma!r}")
         return k
 
+    def _seed(self) -> int:
+        """An int seed from ``random_state`` (None, int or Generator; see
+        :func:`graphssl.validation.seed_from_random_state`)."""
+        return seed_from_random_state(getattr(self, "random_state", None))
+
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
-        """Build the kNN graph of ``X`` and fit on it; ``y`` has ``-1`` for unlabelled."""
-        X = check_features(X, name="X")
-        if X.shape[1] == 0:
-            raise ValueError(
-                f"X: 0 feature(s) (shape={X.shape}) while a minimum of 1 is required; "
-                "pass at least one feature column"
-            )
+        """Build the graph of ``X`` (the kNN graph) and fit on it.
+
+        ``y``: labels of any type; ``-1`` (numeric) or ``None`` / ``""`` / ``NaN`` (other
+        types) for the unlabelled points.
+        """
         if y is None:
             raise ValueError(
                 f"y: {type(self).__name__} requires y to be passed, but the target y is None; "
-                "give -1 for the unlabelled points"
+                "give -1 (or None in an object array) for the unlabelled points"
             )
-        y = check_labels(y, X.shape[0], name="y")
-        k = self._validate_graph_params(X.shape[0])
-        graph = knn_graph(
-            X, k, symmetrize=self.symmetrize, weight=self.weight, sigma=self.sigma
-        )
-        self.n_features_in_ = X.shape[1]
-        self.X_fit_ = np.asarray(X, dtype=np.float64)
+        X = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite=False,
+                          ensure_min_samples=2)
+        X = check_features(X, name="X")
+        self.classes_, encoded = encode_labels(y, X.shape[0], name="y")
+        self.k_ = self._validate_graph_params(X.shape[0])
+        graph = self._graph_from_features(X, encoded)
+        self.X_fit_ = X
+        self.X_graph_ = X
         self._induction_scale = None
-        return self._fit_on_graph(graph, y)
+        return self._fit_on_graph(graph, encoded)
 
-    def fit_graph(self, graph, y):
-        """Fit on a precomputed graph (:class:`Graph` or ``n x n`` scipy.sparse weights)."""
-        if sp.issparse(graph):
-            graph = Graph.from_scipy(graph)
-        if not isinstance(graph, Graph):
+    def _graph_from_features(self, X, labels):
+        """The graph of ``fit``: the kNN graph of the graph options."""
+        return knn_graph(X, self.k_, symmetrize=self.symmetrize, weight=self.weight,
+                         sigma=self.sigma)
+
+    def fit_graph(self, graph, y, X=None, *, weight="weight", symmetrize="max"):
+        """Fit on a given graph, with optional node features.
+
+        Args:
+          graph: a :class:`~graphssl.graph.Graph`, a networkx graph (nodes in the order
+            ``list(G.nodes)``, weights from the edge attribute ``weight``, 1 where missing),
+            a scipy.sparse or dense ``n x n`` affinity matrix, or an edge list ``int[E, 2]``
+            (``[E, 3]`` with weights); see :func:`graphssl.graph.as_graph`.
+          y: one label per node in the graph's node order (unlabelled: ``-1`` / ``None``).
+          X: optional node features ``[n, d]``, dense or scipy.sparse (kept sparse), for the
+            models that use features (``self.X_graph_``).
+          weight: the networkx edge attribute holding the weights.
+          symmetrize: how a directed graph is made undirected (``"max"``: union, default;
+            ``"mean"``, ``"min"``); a :class:`~graphssl.graph.DirectedGraphWarning` says how
+            many edges were one-directional.
+        """
+        n = _n_labels(y)
+        graph = as_graph(graph, n, weight=weight, symmetrize=symmetrize)
+        self.classes_, encoded = encode_labels(y, graph.n_nodes, name="y")
+        if X is not None:
+            X = check_features(X, name="X", accept_sparse=True)
+            if X.shape[0] != graph.n_nodes:
+                raise ValueError(
+                    f"X: has {X.shape[0]} rows but the graph has {graph.n_nodes} nodes; give "
+                    "one feature row per node, in the graph's node order"
+                )
+        elif self._requires_features:
             raise ValueError(
-                f"graph: expected a graphssl.graph.Graph or a scipy.sparse matrix, "
-                f"got {type(graph).__name__}"
+                f"X: {type(self).__name__} learns from node features; call "
+                "fit_graph(graph, y, X=features) or fit(X, y)"
             )
-        if graph.n_nodes < 2 or graph.n_edges == 0:
-            raise ValueError("graph: the graph is empty (no edges); build it with knn_graph")
-        y = check_labels(y, graph.n_nodes, name="y")
+        for stale in ("n_features_in_", "feature_names_in_"):
+            if hasattr(self, stale):
+                delattr(self, stale)
+        self.k_ = None
         self.X_fit_ = None
+        self.X_graph_ = X
         self._induction_scale = None
-        return self._fit_on_graph(graph, y)
+        return self._fit_on_graph(graph, encoded)
 
-    def _fit_on_graph(self, graph, y):
-        labelled = y >= 0
-        self.classes_ = np.unique(y[labelled])
-        encoded = np.full(y.shape, -1, dtype=np.int64)
-        encoded[labelled] = np.searchsorted(self.classes_, y[labelled])
-        dist = np.asarray(self._label_distributions(graph, encoded, self.classes_.size))
+    def _fit_on_graph(self, graph, encoded):
+        n_classes = self.classes_.size
         self.graph_ = graph
+        self._map_encoded = None
+        with warnings.catch_warnings():
+            # reported once below, for every estimator alike
+            warnings.simplefilter("ignore", UnreachedNodesWarning)
+            dist = np.array(self._label_distributions(graph, encoded, n_classes),
+                            dtype=np.float64)
+        dist = _normalized_rows(dist, type(self).__name__)
+        unreached = self._unreached_mask(graph, encoded)
+        self.n_unreached_ = int(unreached.sum())
+        if self.n_unreached_:
+            nodes = np.flatnonzero(unreached)
+            dist[nodes] = self._unreached_proba(nodes, encoded, n_classes)
+            warnings.warn(
+                f"{type(self).__name__}: {self.n_unreached_} of {graph.n_nodes} nodes lie in "
+                "connected components without a labelled node; no label reaches them, so they "
+                "get the class prior (the labelled nodes' class frequencies). Label a node in "
+                "each component or connect the graph (larger k).",
+                UnreachedNodesWarning, stacklevel=3,
+            )
+        self._unreached = unreached
         self._set_label_distributions(dist)
         return self
 
+    def _unreached_mask(self, graph, labels) -> np.ndarray:
+        """``bool[n]``: unlabelled nodes in graph components without a labelled node."""
+        return unreached_nodes(graph, labels >= 0)
+
+    def _unreached_proba(self, nodes, labels, n_classes) -> np.ndarray:
+        """Distribution of unreached ``nodes``: the class prior (labelled frequencies)."""
+        prior = np.bincount(labels[labels >= 0], minlength=n_classes).astype(np.float64)
+        return np.broadcast_to(prior / prior.sum(), (len(nodes), n_classes))
+
     def _set_label_distributions(self, dist) -> None:
-        """``label_distributions_`` and ``transduction_`` (values of ``classes_``)."""
+        """``label_distributions_``, ``transduction_`` and ``map_labels_`` (where the hook
+        set ``_map_encoded``), all in the values of ``classes_``."""
         self.label_distributions_ = dist
-        self.transduction_ = self.classes_[np.argmax(dist, axis=1)]
+        self.transduction_ = self.classes_[self._decision(dist)]
+        map_encoded = getattr(self, "_map_encoded", None)
+        if map_encoded is not None:
+            map_encoded = np.array(map_encoded, dtype=np.int64)
+            unreached = getattr(self, "_unreached", None)
+            if unreached is not None and unreached.shape == map_encoded.shape:
+                map_encoded[unreached] = np.argmax(dist[unreached], axis=1)
+            self.map_labels_ = self.classes_[map_encoded]
 
     # ------------------------------------------------------------------ prediction
+    def _decision(self, proba) -> np.ndarray:
+        """Class codes from distributions (argmax)."""
+        return np.argmax(proba, axis=1)
+
     def predict_proba(self, X=None):
         """Class distributions ``float[n, C]``: the fitted ones when ``X`` is None or the
         training features, else the inductive extension to the new points."""
@@ -157,52 +278,85 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             return self.label_distributions_
         if self.X_fit_ is None:
             raise ValueError(
-                "X: this model was fitted with fit_graph (no features); call predict_proba() "
-                "without X for the transductive labels"
+                "X: this model was fitted with fit_graph (no feature graph); call "
+                "predict_proba() without X for the transductive labels"
             )
+        X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=False)
         X = check_features(X, name="X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input; pass data with the same columns"
-            )
         if X.shape == self.X_fit_.shape and np.array_equal(X, self.X_fit_):
             return self.label_distributions_
-        return self._induce(np.asarray(X, dtype=np.float64))
+        return self._predict_new(X)
 
     def predict(self, X=None):
-        """Labels (values of ``classes_``): ``transduction_`` or induced for new ``X``."""
-        proba = self.predict_proba(X)
-        return self.classes_[np.argmax(proba, axis=1)]
+        """Labels (values of ``classes_``): ``transduction_``, or induced for new ``X``."""
+        if X is None:
+            check_is_fitted(self, "label_distributions_")
+            return self.transduction_
+        codes = self._decision(self.predict_proba(X))
+        return self.classes_[codes]
+
+    def _predict_new(self, X):
+        """Training points keep their fitted distribution; the others are induced."""
+        from sklearn.neighbors import NearestNeighbors
+
+        nn = NearestNeighbors(n_neighbors=1).fit(self.X_fit_)
+        distances, indices = nn.kneighbors(X)
+        same = distances[:, 0] == 0
+        proba = np.empty((X.shape[0], self.classes_.size))
+        proba[same] = self.label_distributions_[indices[same, 0]]
+        if not same.all():
+            proba[~same] = self._induce(X[~same])
+        return proba
 
     def _induce(self, X):
         from sklearn.neighbors import NearestNeighbors
 
-        k = min(int(self.k), self.X_fit_.shape[0])
+        k = min(int(self.k_ or 10), self.X_fit_.shape[0])
         nn = NearestNeighbors(n_neighbors=k).fit(self.X_fit_)
         distances, indices = nn.kneighbors(X)
-        log_w = self._induction_log_weights(distances, nn)
+        log_w = self._induction_log_weights(distances, nn, k)
         log_w -= log_w.max(axis=1, keepdims=True)
         w = np.exp(log_w)
         w /= w.sum(axis=1, keepdims=True)
-        proba = np.einsum("ik,ikc->ic", w, self.label_distributions_[indices])
-        # a new point that coincides with a training point takes that point's distribution,
-        # so predictions on (subsets or permutations of) the training data are transductive
-        same = distances[:, 0] == 0
-        proba[same] = self.label_distributions_[indices[same, 0]]
-        return proba
+        return np.einsum("ik,ikc->ic", w, self.label_distributions_[indices])
 
-    def _induction_log_weights(self, distances, nn):
+    def _induction_log_weights(self, distances, nn, k):
         if self.weight != "gaussian":
             return np.zeros_like(distances)
         if self._induction_scale is None:
             if self.sigma == "walder":
                 scale = walder_omega(self.X_fit_)
             elif self.sigma in (None, "kth_over_3"):
-                k = min(int(self.k) + 1, self.X_fit_.shape[0])
-                train_d, _ = nn.kneighbors(self.X_fit_, n_neighbors=k)
-                scale = 1.0 / (2.0 * sigma_kth_neighbor(train_d[:, 1:]) ** 2)
+                k1 = min(k + 1, self.X_fit_.shape[0])
+                train_d, _ = nn.kneighbors(self.X_fit_, n_neighbors=k1)
+                try:
+                    scale = 1.0 / (2.0 * sigma_kth_neighbor(train_d[:, 1:]) ** 2)
+                except ValueError:  # every neighbour a duplicate: weigh them equally
+                    scale = 0.0
             else:
                 scale = 1.0 / (2.0 * float(self.sigma) ** 2)
             self._induction_scale = scale
         return -self._induction_scale * distances**2
+
+
+def _n_labels(y) -> int:
+    shape = np.shape(y)
+    if len(shape) == 0:
+        raise ValueError("y: expected one label per node, got a scalar")
+    return int(shape[0])
+
+
+def _normalized_rows(dist: np.ndarray, who: str) -> np.ndarray:
+    """Rows clipped to >= 0 and scaled to sum 1 (rounding); a row that is not finite or
+    sums to 0 is a defect of the model's inference and raises."""
+    if dist.ndim != 2:
+        raise RuntimeError(f"{who}: the model returned distributions of shape {dist.shape}")
+    dist = np.clip(dist, 0.0, None)
+    total = dist.sum(axis=1, keepdims=True)
+    bad = ~np.isfinite(total[:, 0]) | (total[:, 0] <= 0)
+    if bad.any():
+        raise RuntimeError(
+            f"{who}: {int(bad.sum())} label distributions are not finite or are all zero "
+            "(an inference defect; please report it with the parameters used)"
+        )
+    return dist / total

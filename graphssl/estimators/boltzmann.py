@@ -5,12 +5,16 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.sparse as sp
 
 from graphssl.estimators.base import GraphSSLClassifier
+from graphssl.graph import Graph, unreached_nodes
 from graphssl.inference.boltzmann import learning as bl
-from graphssl.models.boltzmann import pair_geometry
+from graphssl.models.boltzmann import PairGeometry, pair_geometry
 
 __all__ = ["BoltzmannMRFClassifier"]
+
+AUTO_ENUMERATION_MAX = 2**16  # method="auto": enumeration up to C^n configurations
 
 _MODELS = ("extended", "basic")
 _METHODS = ("auto",) + bl.METHODS
@@ -29,9 +33,10 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         ``sigma``, labels clamped).
       pairs: ``"dense"`` (fully connected, as in the paper), ``"knn"`` (the ``k`` nearest
         neighbours, symmetrised by union) or ``"auto"`` (dense up to 200 points).
-      method: expectations by ``"enumeration"`` (exact, ``2^n`` configurations: tiny sets),
+      method: expectations by ``"enumeration"`` (exact, ``C^n`` configurations: tiny sets),
         ``"gibbs"``, ``"gibbs_permutation"``, ``"swendsen_wang"``, or ``"auto"``
-        (enumeration up to 16 free nodes, else Swendsen-Wang).
+        (enumeration while ``C^n <= 2^16``, the unclamped phase leaving all n nodes free,
+        else Swendsen-Wang); ``method_`` records the choice.
       prior: ``"default"`` (:class:`~graphssl.inference.boltzmann.learning.ThetaPrior` for the
         extended model; the exponential prior of Eq. 83 with rate ``sigma_rate`` on
         ``[0, max d_ij]`` for the basic one), ``None`` (flat, as in the paper's Sec. 5) or a
@@ -40,7 +45,10 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
       n_chains, n_samples, burn_in: chain settings per phase and gradient step.
       k, symmetrize, weight, sigma: the kNN graph of the base class, used for ``pairs="knn"``
         and for the inductive extension of ``predict(X_new)``.
-      random_state: seed.
+      random_state: None, an int or a ``numpy.random.Generator``.
+
+    ``fit_graph(graph, y, X=features)`` learns the length scales on the given graph's edges
+    (``pairs`` is then ignored); features are required (dense).
 
     Attributes (besides the base class's):
       theta_: learned parameters (``ExtendedParams`` or ``BasicParams``).
@@ -54,7 +62,7 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
     """
 
     fits_features = True  # learns from X itself: graphssl.suite calls fit(X, y)
-
+    _requires_features = True
 
     def __init__(
         self,
@@ -89,13 +97,7 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         self.burn_in = burn_in
         self.random_state = random_state
 
-    def fit_graph(self, graph, y):
-        raise ValueError(
-            "graph: BoltzmannMRFClassifier learns its edge weights from the features "
-            "(Eq. 39); call fit(X, y) instead of fit_graph"
-        )
-
-    def _check(self, n: int, n_free: int) -> tuple[str, str]:
+    def _check(self, n: int, n_classes: int) -> tuple[str, str]:
         if self.model not in _MODELS:
             raise ValueError(f"model: got {self.model!r}; use 'extended' or 'basic'")
         if self.pairs not in ("auto", "dense", "knn"):
@@ -107,7 +109,9 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
                 raise ValueError(f"{name}: must be a positive integer")
         method = self.method
         if method == "auto":
-            method = "enumeration" if n_free <= 16 else "swendsen_wang"
+            # the unclamped phase (and the extended model's clamped one) leaves all n nodes
+            # free: enumeration only while C^n stays small
+            method = "enumeration" if n_classes**n <= AUTO_ENUMERATION_MAX else "swendsen_wang"
         pairs = ("dense" if n <= 200 else "knn") if self.pairs == "auto" else self.pairs
         return method, pairs
 
@@ -119,12 +123,32 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         d_max = float(np.sqrt(np.asarray(problem.geometry.sq_dist).max()))
         return bl.ExponentialSigmaPrior(rate=float(self.sigma_rate), sigma_max=d_max)
 
+    def _geometry(self, graph, pairs):
+        """Pairs of the model: those of the given graph (``fit_graph``), else dense or kNN."""
+        X = self.X_graph_
+        if sp.issparse(X):
+            raise ValueError(
+                "X: BoltzmannMRFClassifier learns one length scale per feature and needs dense "
+                "features of moderate dimension; pass X.toarray() (or a PCA of it)"
+            )
+        X = np.asarray(X, dtype=np.float64)
+        if self.X_fit_ is None:  # fit_graph: the pairs are the given graph's edges
+            s, r = np.asarray(graph.senders), np.asarray(graph.receivers)
+            return PairGeometry(jnp.asarray(s, jnp.int32), jnp.asarray(r, jnp.int32),
+                                jnp.asarray((X[s] - X[r]) ** 2), X.shape[0])
+        return pair_geometry(X, None if pairs == "dense" else int(self.k_))
+
+    def _unreached_mask(self, graph, labels):
+        """Unreached along the model's pairs (dense pairs reach every node)."""
+        return unreached_nodes(self._pair_graph, labels >= 0)
+
     def _label_distributions(self, graph, labels, n_classes):
-        X = self.X_fit_
-        n = X.shape[0]
-        n_free = n if self.model == "extended" else int(np.sum(labels < 0))
-        method, pairs = self._check(n, n_free)
-        geometry = pair_geometry(X, None if pairs == "dense" else int(self.k))
+        n = graph.n_nodes
+        method, pairs = self._check(n, int(max(n_classes, 2)))
+        geometry = self._geometry(graph, pairs)
+        self._pair_graph = Graph(geometry.senders, geometry.receivers,
+                                 jnp.ones(geometry.senders.shape[0]), n)
+        self.method_ = method
         problem = bl.BoltzmannProblem(
             geometry, np.asarray(labels), int(max(n_classes, 2)), self.model
         )
@@ -132,7 +156,7 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         chains = bl.ChainSettings(
             n_chains=int(self.n_chains), n_samples=int(self.n_samples), burn_in=int(self.burn_in)
         )
-        key = jax.random.key(int(self.random_state))
+        key = jax.random.key(self._seed())
         k_fit, k_post = jax.random.split(key)
         theta, info, trials = bl.random_restarts(
             problem,
@@ -150,7 +174,7 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         self.restarts_ = trials
         self.log_likelihood_ = float(info["log_likelihood"])
         self.suspected_label_errors_ = post.suspected_errors
-        self.map_labels_ = post.map_labels
+        self._map_encoded = np.asarray(post.map_labels)  # map_labels_ set by the base
         if isinstance(theta, bl.BasicParams):
             self.sigma_ = float(jnp.exp(theta.log_sigma))
         else:

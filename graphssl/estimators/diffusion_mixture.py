@@ -9,10 +9,11 @@ from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.inference.diffusion_mixture.sampler import (
     ENGINES,
     MOVES,
+    class_marginals,
     map_estimate,
     move_counts,
-    posterior_mean_labels,
     sample_mixture,
+    sample_mixture_until_converged,
 )
 from graphssl.models.diffusion_mixture import DirichletDiffusionMixture, parzen_scores
 
@@ -51,7 +52,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
       moves: attempts per iteration of the (re-sampling, re-labelling, split-merge,
         centred split-merge, cluster-flip, neighbourhood block, component flip) moves;
         ``(1, 1, 0)`` is the paper's iteration, the last five are ours (see
-        :func:`~graphssl.inference.diffusion_mixture.sampler.iteration`);
+        :func:`~graphssl.inference.diffusion_mixture.kernels.mixture_kernel`);
         ``(20, 1, 0, 4, 0, 0, 10)`` is what the notebook uses: on Digit1 its chains agree
         (every R-hat < 1.01) after 5 x 10^4 iterations, the paper's after 3 x 10^5.
       block_size: nodes re-drawn by one neighbourhood block move.
@@ -60,13 +61,14 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
       init: ``"random"`` (chains start apart: labels ~ eta, random centres) or ``"parzen"``
         (labels from the graph Parzen window on the same D_tau, a fraction ``init_noise``
         redrawn per chain so that chains still start apart; centres beta_i = i).
-      random_state: integer seed.
+      random_state: None, an int or a ``numpy.random.Generator``.
       engine: the Gibbs sweep's implementation, ``"auto"`` (one fused kernel per chain on a
         GPU, ``lax.scan`` elsewhere), ``"scan"`` or ``"pallas"`` (same draws either way; see
-        :func:`~graphssl.inference.diffusion_mixture.sampler.resolve_engine`).
+        :func:`~graphssl.inference.diffusion_mixture.kernels.resolve_engine`).
 
     Attributes after ``fit``: those of the base, plus ``model_``, ``samples_``
-    (:class:`~graphssl.inference.diffusion_mixture.sampler.MixtureSamples`),
+    (the :class:`~graphssl.inference.mcmc.chains.Samples` of
+    :func:`~graphssl.inference.diffusion_mixture.sampler.sample_mixture`),
     ``posterior_mean_`` (float[n, C]), ``map_labels_`` (int[n], values of ``classes_``),
     ``map_log_joint_``, ``acceptance_`` (mean acceptance rate of each move attempted).
     :meth:`sample_more` continues the chains of a fitted model, :meth:`run_until_converged`
@@ -116,7 +118,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         warm = self.init == "parzen"
         start = np.asarray(parzen_scores(self.model_)).argmax(axis=1) if warm else None
         self.samples_ = sample_mixture(
-            self.model_, jax.random.PRNGKey(int(self.random_state)), n_chains=self.n_chains,
+            self.model_, jax.random.PRNGKey(self._seed()), n_chains=self.n_chains,
             n_iterations=self.n_iterations, burn_in=self.burn_in, thin=thin,
             max_components=self.max_components, moves=tuple(self.moves),
             init_beta="self" if warm else "random",
@@ -127,15 +129,16 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
     def _summarise(self, n_classes) -> np.ndarray:
         """Posterior mean, MAP and acceptance rates from ``samples_``; the label
         distributions that ``estimate`` asks for."""
-        self.posterior_mean_ = posterior_mean_labels(self.samples_)
+        self.posterior_mean_ = class_marginals(self.samples_)
         map_labels, self.map_log_joint_, _ = map_estimate(self.model_, self.samples_,
                                                           engine=self.engine)
         attempts = dict(zip(MOVES, move_counts(self.moves), strict=True))
-        self.acceptance_ = {name: float(np.mean(getattr(self.samples_, f"{name}_accepted")))
+        self.acceptance_ = {name: float(np.mean(self.samples_.stats[f"{name}_accepted"]))
                             for name, n in attempts.items() if n > 0}
-        self._map_indices = np.asarray(map_labels)
+        self._map_encoded = np.asarray(map_labels)  # map_labels_ set by the base
+        self._check_convergence()
         if self.estimate == "map":
-            return np.eye(n_classes)[self._map_indices]
+            return np.eye(n_classes)[self._map_encoded]
         return self.posterior_mean_
 
     def sample_more(self, n_iterations: int):
@@ -149,7 +152,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         if int(n_iterations) < thin:
             raise ValueError(f"n_iterations: must be >= thin={thin}, got {n_iterations}")
         self.samples_ = sample_mixture(
-            self.model_, jax.random.PRNGKey(int(self.random_state)),
+            self.model_, jax.random.PRNGKey(self._seed()),
             n_iterations=int(n_iterations), thin=thin, max_components=self.max_components,
             moves=tuple(self.moves), resume=self.samples_, engine=self.engine,
             block_size=int(self.block_size))
@@ -162,32 +165,60 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         R-hat on the permutation-invariant statistics is at most ``target_rhat`` (checked on
         the last half of the chunks; the fit and the first half are warm-up), or
         ``max_iterations`` have run
-        (:func:`~graphssl.inference.diffusion_mixture.convergence.sample_until_converged`).
-        ``samples_`` becomes the checked window and every fitted attribute is updated from
-        it; ``convergence_checks_`` lists the checks (``[-1].max_rhat`` says whether the
+        (:func:`~graphssl.inference.diffusion_mixture.sampler.sample_mixture_until_converged`
+        on the generic :func:`graphssl.inference.mcmc.convergence.sample_until_converged`).
+        ``samples_`` becomes the checked window (its class marginals cover every iteration
+        of this call) and every fitted attribute is updated from it; ``convergence_checks_``
+        lists the checks (``[-1].max_rhat`` says whether the
         target was met). Returns ``self``."""
         from sklearn.utils.validation import check_is_fitted
 
-        from graphssl.inference.diffusion_mixture.convergence import sample_until_converged
-
         check_is_fitted(self, "samples_")
-        self.samples_, self.convergence_checks_ = sample_until_converged(
+        self.samples_, self.convergence_checks_ = sample_mixture_until_converged(
             self.model_, target_rhat=target_rhat, check_every=int(check_every),
             max_iterations=int(max_iterations), resume=self.samples_, pairs=pairs,
-            progress=progress, max_components=self.max_components, moves=tuple(self.moves),
-            engine=self.engine, block_size=int(self.block_size))
+            progress=progress, thin=int(self.samples_.thin), max_components=self.max_components,
+            moves=tuple(self.moves), engine=self.engine, block_size=int(self.block_size))
         self._set_label_distributions(self._summarise(len(self.classes_)))
         return self
 
-    def _set_label_distributions(self, dist) -> None:
-        super()._set_label_distributions(dist)
-        self.map_labels_ = self.classes_[self._map_indices]  # suite convention
+    def _invariant_traces(self) -> dict:
+        """The mixture's own permutation-invariant per-draw statistics (``n_components``,
+        ``edge_agreement``), judged and shown beside the energy, class sizes and pairs."""
+        from graphssl.inference.diffusion_mixture.sampler import TRACE_STATISTICS
 
-    def to_arviz(self):
-        """The chains as an ArviZ DataTree (energy, move acceptances, co-assignment)."""
-        from graphssl.inference.diffusion_mixture.sampler import to_arviz
+        stats = self.samples_.stats
+        return {name: np.asarray(stats[name]) for name in TRACE_STATISTICS if name in stats}
 
-        return to_arviz(self.samples_, self.model_)
+    def _check_convergence(self) -> None:
+        """``convergence_``: R-hat / ESS of the invariant statistics
+        (:func:`graphssl.diagnostics.check_convergence`); a ``ConvergenceWarning`` names
+        the fix (more iterations, :meth:`sample_more`, :meth:`run_until_converged`)."""
+        from graphssl.diagnostics import check_convergence
+
+        self.convergence_ = check_convergence(
+            self.samples_, model=self.model_, extra=self._invariant_traces(),
+            source=type(self).__name__, stacklevel=4)
+
+    def to_arviz(self, **kwargs):
+        """The chains as an ArviZ DataTree (:func:`graphssl.diagnostics.to_arviz`):
+        ``posterior`` holds the energy ``-log p(y, beta)``, sorted class sizes, co-assignment
+        of 10 node pairs, ``n_components`` and ``edge_agreement``; ``posterior_labels`` the
+        per-node draws; ``constant_data`` the Rao-Blackwellised class marginals and the
+        refined MAP labels; ``sample_stats`` the move acceptances. ``kwargs`` go to the
+        converter."""
+        from sklearn.utils.validation import check_is_fitted
+
+        from graphssl.diagnostics import to_arviz
+        from graphssl.inference.diffusion_mixture.sampler import class_marginals
+
+        check_is_fitted(self, "samples_")
+        kwargs.setdefault("extra_posterior", self._invariant_traces())
+        kwargs.setdefault("label_marginals", class_marginals(self.samples_))
+        kwargs.setdefault("map_labels", self._map_encoded)
+        if len(getattr(self, "classes_", ())) == int(self.samples_.n_classes):
+            kwargs.setdefault("class_names", self.classes_)
+        return to_arviz(self.samples_, model=self.model_, **kwargs)
 
 
 class DiffusionMixtureGridClassifier(GraphSSLClassifier):
@@ -233,28 +264,20 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
         self.moves = moves
         self.random_state = random_state
 
-    def fit(self, X, y):
-        """Run the grid on the features ``X`` (``y``: -1 for unlabelled)."""
-        self._X_grid = X
-        try:
-            return super().fit(X, y)
-        finally:
-            del self._X_grid
-
-    def fit_graph(self, graph, y):
-        raise ValueError("graph: DiffusionMixtureGridClassifier builds one graph per k of "
-                         "k_grid from the features; call fit(X, y)")
-
     def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:
         from graphssl.inference.diffusion_mixture.selection import fit_grid
 
+        if self.X_fit_ is None:
+            raise ValueError("graph: DiffusionMixtureGridClassifier builds one graph per k of "
+                             "k_grid from the features; call fit(X, y), or "
+                             "DiffusionMixtureClassifier().fit_graph(graph, y)")
         if self.combine not in ("average", "loo_average", "parzen", "mixture"):
             raise ValueError(f"combine: got {self.combine!r}; use 'average', 'loo_average', "
                              "'parzen' or 'mixture'")
         self.grid_ = fit_grid(
-            self._X_grid, labels, k_grid=tuple(self.k_grid), tau_grid=tuple(self.tau_grid),
+            self.X_fit_, labels, k_grid=tuple(self.k_grid), tau_grid=tuple(self.tau_grid),
             class_prior=_class_prior(self.class_prior, labels, n_classes), alpha=self.alpha,
-            gamma=self.gamma, key=jax.random.PRNGKey(int(self.random_state)),
+            gamma=self.gamma, key=jax.random.PRNGKey(self._seed()),
             n_chains=int(self.n_chains), n_checkpoints=int(self.n_checkpoints),
             every=int(self.every), burn_in=int(self.burn_in), moves=tuple(self.moves))
         self.scores_ = self.grid_.scores

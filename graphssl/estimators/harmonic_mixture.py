@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
+import scipy.sparse as sp
 
 from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.inference.harmonic_mixture.fit import fit_harmonic_mixture, predict_proba
@@ -33,7 +33,11 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
         unlabelled points, Sec. 4.1) or ``"cmn"`` (class mass normalisation to the labelled
         class frequencies).
       reg_covar, max_iter, tol: EM regularisation and stopping rule.
-      random_state: seed of the k-means initialisation.
+      random_state: seed of the k-means initialisation (None, an int or a Generator).
+
+    ``fit_graph(graph, y, X=features)`` fits the mixture on ``X`` and the backbone on the
+    given graph (features required). No point is "unreached": the mixture connects every
+    point to the labels whatever the graph's components.
 
     Attributes after ``fit``: those of the base, plus ``fit_``
     (:class:`~graphssl.inference.harmonic_mixture.fit.HarmonicMixtureFit`: mixture, lambda,
@@ -43,7 +47,7 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
     """
 
     fits_features = True  # learns from X itself: graphssl.suite calls fit(X, y)
-
+    _requires_features = True
 
     def __init__(
         self,
@@ -102,27 +106,31 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
             raise ValueError(f"decision: got {self.decision!r}; use one of {_DECISIONS}")
 
     def _label_distributions(self, graph, labels, n_classes):
-        if self.X_fit_ is None:
-            raise ValueError(
-                "X: a harmonic mixture needs the features (the mixture is fitted on them); "
-                "use fit(X, y) rather than fit_graph"
-            )
+        X = self.X_graph_
+        if sp.issparse(X):
+            if self.mixture == "gaussian":
+                raise ValueError(
+                    "X: a Gaussian mixture needs dense features; pass X.toarray() or a PCA of "
+                    "it, or use mixture='multinomial' for counts"
+                )
+            X = X.toarray()
+        X = np.asarray(X, dtype=np.float64)
         self._check_params(len(labels))
         if n_classes < 2:
             raise ValueError("y: needs labelled points of at least two classes")
-        if self.mixture == "multinomial" and np.any(self.X_fit_ < 0):
+        if self.mixture == "multinomial" and np.any(X < 0):
             raise ValueError("X: a multinomial mixture needs non-negative counts")
         self.fit_ = fit_harmonic_mixture(
-            self.X_fit_, labels, graph, n_components=int(self.n_components),
+            X, labels, graph, n_components=int(self.n_components),
             n_classes=n_classes, mixture=self.mixture, covariance_type=self.covariance_type,
             alpha=float(self.alpha), backbone=self.backbone,
             responsibility_top_k=(None if self.responsibility_top_k is None
                                   else int(self.responsibility_top_k)),
-            key=jax.random.PRNGKey(int(self.random_state)),
+            key=jax.random.PRNGKey(self._seed()),
             em_options=EMOptions(reg_covar=float(self.reg_covar)),
             max_iter=int(self.max_iter), tol=float(self.tol),
         )
-        dist = predict_proba(self.fit_, self.X_fit_)
+        dist = predict_proba(self.fit_, X)
         observed = labels >= 0
         dist[observed] = np.eye(n_classes)[labels[observed]]
         unl = ~observed
@@ -132,21 +140,18 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
         self.class_scale_ = prior / np.maximum(mass, 1e-300)
         return dist
 
-    def fit(self, X, y):
-        """Fit on features ``X`` (kNN graph from the base options); ``y = -1`` unlabelled."""
-        super().fit(X, y)
-        self.transduction_ = self.predict()
-        return self
+    def _unreached_mask(self, graph, labels):
+        """None: ``p(y | x) = sum_m p(m | x) lambda_m`` reaches every point through the
+        mixture components, whatever the graph's components."""
+        return np.zeros(len(labels), dtype=bool)
 
     def _induce(self, X):
         return predict_proba(self.fit_, X)
 
-    def predict(self, X=None):
-        """Labels by the ``decision`` rule, transductive (X None) or inductive (new X)."""
-        check_is_fitted(self, "label_distributions_")
-        proba = self.predict_proba(X)
+    def _decision(self, proba):
+        """Class codes by the ``decision`` rule (argmax, median threshold or CMN)."""
         if self.decision == "median" and proba.shape[1] == 2:
-            return self.classes_[(proba[:, 1] > self.threshold_).astype(int)]
+            return (proba[:, 1] > self.threshold_).astype(np.int64)
         if self.decision == "cmn":
-            return self.classes_[np.argmax(proba * self.class_scale_[None], axis=1)]
-        return self.classes_[np.argmax(proba, axis=1)]
+            return np.argmax(proba * self.class_scale_[None], axis=1)
+        return np.argmax(proba, axis=1)

@@ -27,7 +27,6 @@ from graphssl.reproductions.mincut_table1 import (  # re-exported: the Table 1 p
     table1_dataset,
     table1_trial,
 )
-from graphssl.validation import check_features, check_labels
 
 __all__ = ["MincutClassifier", "TABLE1", "table1_dataset", "table1_trial", "distance_matrix"]
 
@@ -88,28 +87,23 @@ class MincutClassifier(GraphSSLClassifier):
         self.alpha = alpha
         self.method = method
 
-    def fit(self, X, y):
-        """Fit on features ``X`` with ``y = -1`` for unlabelled points."""
+    def _graph_from_features(self, X, labels):
+        """The kNN graph (``scheme="knn"``) or the scheme's graph from a distance matrix."""
         if self.scheme not in _SCHEMES:
             raise ValueError(f"scheme: unknown {self.scheme!r}; use one of {_SCHEMES}")
         if self.scheme == "knn":
-            return super().fit(X, y)
+            return super()._graph_from_features(X, labels)
         if self.metric not in _METRICS:
             raise ValueError(f"metric: unknown {self.metric!r}; use one of {_METRICS}")
-        X = check_features(X, name="X")
-        y = check_labels(y, X.shape[0], name="y")
         if X.shape[0] > _DENSE_MAX_N:
             raise ValueError(
                 f"X: scheme={self.scheme!r} builds an n x n distance matrix; n={X.shape[0]} is "
                 "too large, use scheme='knn'"
             )
-        observed = y >= 0
-        D = distance_matrix(X, self.metric, y, observed)
-        W = _scheme_weights(D, self.scheme, y, observed, self.delta)
-        self.n_features_in_ = X.shape[1]
-        self.X_fit_ = np.asarray(X, dtype=np.float64)
-        self._induction_scale = None
-        return self._fit_on_graph(Graph.from_scipy(W), y)
+        observed = labels >= 0
+        D = distance_matrix(X, self.metric, labels, observed)
+        W = _scheme_weights(D, self.scheme, labels, observed, self.delta)
+        return Graph.from_scipy(W)
 
     def _label_distributions(self, graph, labels, n_classes):
         if not (np.isfinite(self.alpha) and self.alpha >= 0):

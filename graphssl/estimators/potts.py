@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import warnings
 
 import jax
 import numpy as np
@@ -31,6 +32,7 @@ from graphssl.models.potts_mode_probability import BETA_PRESETS, log_mode_probab
 __all__ = ["PottsClassifier"]
 
 _INFERENCE = ("mean_field", "gibbs", "swendsen_wang")
+BETA_MAX = 1e8  # larger beta: the zero-temperature limit (see _resolve_beta)
 _NORMALIZE = ("row", "symmetric", None)
 
 
@@ -41,7 +43,8 @@ class PottsClassifier(GraphSSLClassifier):
       k: kNN neighbours; None = ``log2 N`` (the paper's choice, Sec. 5).
       symmetrize, weight, sigma: graph options (defaults: the paper's Eqs. 6-8).
       beta: inverse temperature: a positive number, ``"nmfA"`` or ``"nmfB"`` (Eq. 27 with
-        gamma = (1+q)/(2q) or 1, solved at the labelled rate of ``y``).
+        gamma = (1+q)/(2q) or 1, solved at the labelled rate of ``y``); numbers above
+        ``BETA_MAX = 1e8`` are the zero-temperature limit and are used as 1e8 (a warning).
       normalize: ``"row"`` (Eq. 9, default), ``"symmetric"`` (``D^-1/2 W D^-1/2``, as the
         authors' code) or None.
       clamp: False = unit fields on labelled points (Eqs. 11-12, the paper's NMF); True =
@@ -51,15 +54,19 @@ class PottsClassifier(GraphSSLClassifier):
         ``order="auto"`` = sequential on CPU, chromatic (Gauss-Seidel by colour classes,
         all nodes of a class at once) on accelerators; ``"parallel"`` is the damped Jacobi
         update.
-      n_chains, n_samples, burn_in, thin, random_state: MCMC options.
+      n_chains, n_samples, burn_in, thin: MCMC options.
+      random_state: None, an int or a ``numpy.random.Generator`` (seed of the chains).
 
     The samplers need a symmetric coupling: a row-normalised W (Eq. 9) is replaced by
     ``(W + W^T) / 2`` for them, whose energy is the one ``PottsModel.energy`` evaluates.
 
     Attributes after fit (besides the base class's): ``beta_``, ``model_``,
     ``log_mode_probability_`` (``(1/N) ln Gamma`` of the mean-field solution, Eqs. 21-22),
-    ``mean_field_`` and ``mean_field_info_`` (mean field), ``samples_`` and
-    ``map_labels_`` (MCMC; ``label_distributions_`` are then posterior-mean marginals).
+    ``mean_field_`` and ``mean_field_info_`` (mean field), ``samples_``, ``map_labels_``
+    (MCMC; ``label_distributions_`` are then posterior-mean marginals) and ``convergence_``
+    (MCMC: R-hat / ESS of the energy, class sizes and co-assignment,
+    :func:`graphssl.diagnostics.check_convergence`; a ``ConvergenceWarning`` names the fix
+    when R-hat > 1.01 or ESS < 100).
     """
 
     def __init__(
@@ -99,22 +106,8 @@ class PottsClassifier(GraphSSLClassifier):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ k = log2 N
-    def _validate_graph_params(self, n: int) -> int:
-        self.k_ = default_k(n) if self.k is None else self.k
-        saved = self.k
-        try:
-            self.k = self.k_
-            return super()._validate_graph_params(n)
-        finally:
-            self.k = saved
-
-    def _induce(self, X):
-        saved = self.k
-        try:
-            self.k = getattr(self, "k_", None) or default_k(self.X_fit_.shape[0])
-            return super()._induce(X)
-        finally:
-            self.k = saved
+    def _default_k(self, n: int) -> int:
+        return default_k(n)
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -136,6 +129,12 @@ class PottsClassifier(GraphSSLClassifier):
     def _resolve_beta(self, labels, n_classes) -> float:
         if isinstance(self.beta, str):
             return solve_beta(self.beta, float(np.mean(labels >= 0)), n_classes)
+        if self.beta > BETA_MAX:
+            warnings.warn(
+                f"beta: {self.beta:.3g} exceeds {BETA_MAX:.0e}; using {BETA_MAX:.0e}, the same "
+                "zero-temperature limit (beta x coupling differences beyond it saturate every "
+                "marginal, and float32 cannot hold beta near 1e38)", UserWarning, stacklevel=4)
+            return BETA_MAX
         return float(self.beta)
 
     def _normalized(self, graph):
@@ -191,27 +190,32 @@ class PottsClassifier(GraphSSLClassifier):
         else:
             kernel = swendsen_wang()
         samples = sample_chains(
-            kernel, model, jax.random.PRNGKey(int(self.random_state)),
+            kernel, model, jax.random.PRNGKey(self._seed()),
             n_chains=int(self.n_chains), n_samples=int(self.n_samples),
             burn_in=int(self.burn_in), thin=int(self.thin), init_labels=init_labels,
         )
         self.samples_ = samples
-        self.map_labels_ = None  # set to classes after the base class encodes them
-        self._map_index = np.asarray(samples.map_labels)
+        self._map_encoded = np.asarray(samples.map_labels)  # map_labels_ set by the base
+        from graphssl.diagnostics import check_convergence
+
+        self._training_labels = np.asarray(labels)  # observed_data of to_arviz (any clamp)
+        self.convergence_ = check_convergence(  # warns (ConvergenceWarning) when unconverged
+            samples, model=model, observed_labels=labels, source=type(self).__name__,
+            stacklevel=3)
         return np.asarray(label_marginals(samples, n_classes), dtype=np.float64)
 
-    def _fit_on_graph(self, graph, y):
-        super()._fit_on_graph(graph, y)
-        if self.inference != "mean_field":
-            self.map_labels_ = self.classes_[self._map_index]
-        return self
-
     def to_arviz(self, **kwargs):
-        """The MCMC draws as an ArviZ DataTree (``graphssl.diagnostics.to_arviz``)."""
+        """The MCMC draws as an ArviZ DataTree (:func:`graphssl.diagnostics.to_arviz`):
+        energy, sorted class sizes and co-assignment of 10 node pairs in ``posterior`` (what
+        ``az.summary`` / ``az.plot_trace`` show), per-node labels in ``posterior_labels``,
+        the training labels in ``observed_data``; ``kwargs`` go to the converter."""
         from graphssl.diagnostics import to_arviz
 
         if not hasattr(self, "samples_"):
             raise ValueError("to_arviz: fit with inference='gibbs' or 'swendsen_wang' first")
+        kwargs.setdefault("observed_labels", self._training_labels)
+        if len(getattr(self, "classes_", ())) == int(self.samples_.n_classes):
+            kwargs.setdefault("class_names", self.classes_)
         return to_arviz(self.samples_, model=self.model_, **kwargs)
 
 

@@ -9,9 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-
-class UnreachedNodesWarning(UserWarning):
-    """Some unlabelled nodes lie in connected components without any labelled node."""
+from graphssl.validation import UnreachedNodesWarning  # defined there, shared by every layer
 
 
 class SolveInfo(NamedTuple):
