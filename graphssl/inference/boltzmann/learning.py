@@ -98,13 +98,17 @@ class BoltzmannPosterior(NamedTuple):
     most probable joint configuration (the mincut state of Sec. 7; exact by enumeration,
     best visited state for chains); ``suspected_errors`` = indices of observed points whose
     observed label is not the posterior-mean label; ``p_observed`` = ``P(y_i = o_i | O_L)``
-    (NaN where unobserved)."""
+    (NaN where unobserved); ``samples`` / ``model``: the chains
+    (:class:`~graphssl.inference.mcmc.chains.Samples`) and the clamped-phase model they
+    sampled, for convergence checks and ArviZ (None under enumeration)."""
 
     marginals: np.ndarray
     posterior_mean_labels: np.ndarray
     map_labels: np.ndarray
     suspected_errors: np.ndarray
     p_observed: np.ndarray
+    samples: object = None
+    model: object = None
 
 
 def posterior(
@@ -118,6 +122,7 @@ def posterior(
     """Label posterior of the clamped phase (G for the extended model) at ``theta``."""
     template = problem.template()
     clamped, _, _ = _models_jit(template, problem.geometry, theta)
+    samples = None
     if method == "enumeration":
         m = enumerate_moments(clamped)
         mode = m.mode
@@ -135,4 +140,5 @@ def posterior(
     p_obs = np.full(len(labels), np.nan)
     p_obs[obs] = marg[obs, labels[obs]]
     wrong = np.flatnonzero(obs & (mean_labels != labels))
-    return BoltzmannPosterior(marg, mean_labels, np.asarray(mode), wrong, p_obs)
+    return BoltzmannPosterior(marg, mean_labels, np.asarray(mode), wrong, p_obs, samples,
+                              None if samples is None else clamped)
