@@ -1,0 +1,197 @@
+"""The source papers' models as numpyro programs (generative stories over the label fields).
+
+Each program is a plain numpyro model function: write a variant by copying one and editing a
+line. Label sites are :mod:`~graphssl.models.numpyro.fields` distributions; inference is
+``numpyro.infer.MCMC`` over :func:`graphssl.inference.mcmc.numpyro_gibbs.label_field_gibbs`
+(the library's discrete moves on the label site, NUTS on the continuous sites). The rule the
+samplers enforce: a random site may enter a field's parameters (which set its normaliser ``Z``)
+only through the exchange move; evidence about the labels (emissions, noisy observed labels)
+goes into separate sites that depend on the labels node by node, inside a plate over nodes.
+
+Every program records ``label_energy``, ``class_sizes`` and ``co_assignment`` of a fixed pair
+set as deterministic sites (:func:`~graphssl.models.numpyro.fields.record_label_statistics`).
+
+Example (hidden Potts, NUTS on the class means and the noise scale)::
+
+    from numpyro.infer import MCMC
+    from graphssl.inference.mcmc import chromatic_gibbs
+    from graphssl.inference.mcmc.numpyro_gibbs import label_field_gibbs
+
+    kernel = label_field_gibbs(hidden_potts_program, chromatic_gibbs(graph))
+    mcmc = MCMC(kernel, num_warmup=200, num_samples=500, num_chains=2,
+                chain_method="sequential", progress_bar=False)
+    mcmc.run(jax.random.key(0), x, graph, labels, 2, beta=1.0)
+    az.summary(az.from_numpyro(mcmc))   # means, sigma, label_energy, class_sizes, ...
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+
+from graphssl.models.diffusion_mixture import DirichletDiffusionMixture
+from graphssl.models.harmonic_mixture import (
+    GaussianMixture,
+    numpyro_mixture_model,
+    responsibilities,
+)
+from graphssl.models.numpyro.fields import (
+    MixtureClassField,
+    PolyaCentres,
+    PottsField,
+    default_pairs,
+    record_label_statistics,
+)
+from graphssl.models.potts import PottsModel
+
+__all__ = [
+    "potts_program",
+    "hidden_potts_program",
+    "boltzmann_program",
+    "diffusion_mixture_program",
+    "harmonic_mixture_program",
+]
+
+
+def _pairs(pairs, n):
+    return default_pairs(n) if pairs is None else np.asarray(pairs)
+
+
+def potts_program(graph, labels, n_classes: int | None = None, *, beta=1.0, clamp: bool = False,
+                  beta_prior=None, pairs=None):
+    """Bergamim & Breve's Potts field (Eqs. 10-12) as a program: ``y ~ Potts(beta W, theta)``.
+
+    ``clamp=False``: the labelled nodes carry the unit field theta of Eq. 4 (the paper);
+    ``clamp=True``: zero field, labelled nodes clamped (Eq. 10, the GRF / mincut form, whose
+    MAP is the mincut labeling). ``beta_prior``: a numpyro distribution on ``beta`` (then a
+    site ``"beta"`` whose value changes ``Z(beta)``: sample it with the exchange move,
+    ``label_field_gibbs(..., exchange=("beta",))``). ``labels``: int[n], -1 = unlabelled.
+
+    Example::
+
+        mcmc.run(key, graph, labels, 2, beta=2.0)          # labels only: plain MCMC route
+    """
+    base = PottsModel.from_labels(graph, np.asarray(labels), n_classes, beta=1.0, clamp=clamp)
+    if beta_prior is not None:
+        beta = numpyro.sample("beta", beta_prior)
+    field = PottsField(base.with_beta(beta))
+    y = numpyro.sample("labels", field)
+    record_label_statistics(y, field, _pairs(pairs, graph.n_nodes))
+    return y
+
+
+def hidden_potts_program(x, graph, labels=None, n_classes: int = 2, *, beta=1.0,
+                         mean_scale=None, sigma=None, pairs=None):
+    """Hidden Potts model: a Potts prior over labels, class-conditional Gaussian features.
+
+    ``y ~ Potts(beta W)`` clamped at the labelled nodes; ``mu_c ~ N(mean(x), mean_scale^2)``
+    (default ``mean_scale = 2 std(x)``); ``sigma ~ HalfNormal(std(x))`` unless given;
+    ``x_i | y_i ~ N(mu_{y_i}, sigma^2 I)``. The features enter the labels' conditional as
+    evidence ``log N(x_i | mu_c, sigma)`` node by node; NUTS samples ``mu`` and ``sigma``.
+    ``x``: float[n] or float[n, D].
+
+    Example::
+
+        kernel = label_field_gibbs(hidden_potts_program, swendsen_wang())
+        MCMC(kernel, ...).run(key, x, graph, labels, 2, beta=1.0)
+    """
+    x = jnp.asarray(x)
+    x = x[:, None] if x.ndim == 1 else x
+    n, D = x.shape
+    center, spread = jnp.mean(x, 0), jnp.std(x) + 1e-12
+    scale = 2.0 * spread if mean_scale is None else mean_scale
+    means = numpyro.sample("means", dist.Normal(center, scale).expand([n_classes, D]).to_event(2))
+    if sigma is None:
+        sigma = numpyro.sample("sigma", dist.HalfNormal(spread))
+    field = PottsField.create(graph, n_classes, beta=beta, labels=labels)
+    y = numpyro.sample("labels", field)
+    with numpyro.plate("nodes", n):
+        numpyro.sample("x", dist.Normal(means[y], sigma).to_event(1), obs=x)
+    record_label_statistics(y, field, _pairs(pairs, n))
+    return y
+
+
+def boltzmann_program(field_model, labels, *, noise_prior=None, pairs=None):
+    """Zhu & Ghahramani's Boltzmann MRF (Eq. 2) with a prior on the label-noise rate.
+
+    ``Y ~ Boltzmann(A)`` given as ``field_model``, an unclamped
+    :class:`~graphssl.models.boltzmann.BoltzmannMRF` (build it once, outside the program:
+    ``basic_boltzmann(pair_geometry(X, k), sigma, np.full(n, -1), C)``, ``A_ij =
+    exp(-d_ij^2 / (2 sigma^2))``); the observed labels are noisy copies, ``o_i = y_i`` with
+    probability ``1 - eps``, else uniform over the other ``C - 1`` classes (the extended
+    model's channel, Eqs. 36-46, with ``e^gamma = log((1 - eps)(C - 1) / eps)``);
+    ``eps ~ noise_prior`` (default Beta(1, 9)). The channel is normalised per node, so ``eps``
+    does not touch the field's ``Z(A)``: NUTS samples it. ``labels``: int[n], -1 = unobserved.
+
+    Example::
+
+        field = basic_boltzmann(pair_geometry(X, k=5), 0.5, np.full(len(X), -1), 2)
+        mcmc.run(key, field, labels)           # NUTS on noise_rate, Gibbs/SW on labels
+    """
+    labels = np.asarray(labels)
+    n, q = field_model.n_nodes, field_model.n_classes
+    if labels.shape != (n,) or np.any(labels >= q) or np.any(labels < -1):
+        raise ValueError(f"labels: expected int[{n}] with -1 (unobserved) or 0..{q - 1}")
+    field = PottsField(field_model)
+    prior = dist.Beta(1.0, 9.0) if noise_prior is None else noise_prior
+    eps = numpyro.sample("noise_rate", prior)
+    y = numpyro.sample("labels", field)
+    same = jnp.arange(q)[None, :] == y[:, None]
+    logits = jnp.where(same, jnp.log1p(-eps), jnp.log(eps / (q - 1)))
+    with numpyro.plate("nodes", n), numpyro.handlers.mask(mask=labels >= 0):
+        numpyro.sample("observed_labels", dist.Categorical(logits=logits),
+                       obs=np.maximum(labels, 0))
+    record_label_statistics(y, field, _pairs(pairs, n))
+    return y
+
+
+def diffusion_mixture_program(model: DirichletDiffusionMixture, *, alpha_prior=None,
+                              pairs=None):
+    """Walder's Dirichlet mixture of graph diffusions (Sec. 3.5) as a generative story.
+
+    ``y ~ p_BAL(y | eta) p_MRF(y | L, gamma)`` (Eqs. 4-5; clamped at the labelled nodes);
+    per class j, Dirichlet weights ``w_j ~ Dir(alpha/m)`` over centres, integrated out:
+    ``beta | y`` by the Polya urn of Eq. (6); each vertex is generated by its component's
+    heat-kernel p.m.f., ``xi_i | beta_i ~ D_tau[:, beta_i]``, observed ``xi_i = i`` (Eq. 3).
+    ``alpha_prior``: a distribution on ``alpha`` (it enters only the normalised Eq. 6, so NUTS
+    may sample it); default: the model's ``alpha``. Sites: ``labels``, ``centres``.
+    """
+    m = model.n_nodes
+    alpha = model.alpha if alpha_prior is None else numpyro.sample("alpha", alpha_prior)
+    field = MixtureClassField(model)
+    y = numpyro.sample("labels", field)
+    beta = numpyro.sample("centres", PolyaCentres(y, alpha, model.n_classes))
+    with numpyro.plate("nodes", m):
+        numpyro.sample("vertices", dist.Categorical(logits=model.log_diffusion.T[beta]),
+                       obs=jnp.arange(m))
+    record_label_statistics(y, field, _pairs(pairs, m))
+    return y
+
+
+def harmonic_mixture_program(X, labels, laplacian, *, n_components: int, n_classes: int = 2,
+                             alpha: float = 0.5, covariance_type: str = "diag"):
+    """Zhu & Lafferty's harmonic mixture (Eq. 3) as a program: the mixture of Sec. 2.1 with
+    priors (:func:`~graphssl.models.harmonic_mixture.numpyro_mixture_model`, components summed
+    out) times the graph factor ``exp(-((1 - alpha) / alpha) E(theta))``, ``E = sum_c f_c^T
+    Delta f_c`` with ``f_U = R lambda`` and ``f_L`` the one-hot labels (Eq. 2). Its log
+    density is ``-(1/alpha) O_alpha(theta)`` plus the log prior, so the MAP with flat priors is
+    the minimiser of Eq. 3. ``laplacian``: dense ``Delta = D - W`` (float[n, n]).
+    """
+    labels = np.asarray(labels)
+    if not 0.0 < alpha <= 1.0:
+        raise ValueError(f"alpha: the likelihood weight of Eq. 3 must be in (0, 1], got {alpha}")
+    tr = numpyro.handlers.trace(numpyro_mixture_model).get_trace(
+        X, jnp.asarray(labels), n_components=n_components, n_classes=n_classes,
+        covariance_type=covariance_type)
+    scales = tr["scales"]["value"]
+    mixture = GaussianMixture(jnp.log(tr["weights"]["value"]), tr["means"]["value"],
+                              scales**2, jnp.log(tr["label_probs"]["value"]),
+                              covariance_type=covariance_type)
+    f = responsibilities(mixture, jnp.asarray(X)) @ tr["label_probs"]["value"]
+    onehot = jnp.eye(n_classes)[np.maximum(labels, 0)]
+    f = jnp.where(jnp.asarray(labels >= 0)[:, None], onehot, f)
+    energy = jnp.sum(f * (jnp.asarray(laplacian) @ f))
+    numpyro.deterministic("graph_energy", energy)
+    numpyro.factor("graph", -((1.0 - alpha) / alpha) * energy)
