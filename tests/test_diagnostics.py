@@ -211,3 +211,30 @@ def test_plots_have_labels_and_legends(run):
     with pytest.raises(ValueError, match="X must be"):
         plot_marginal_confidence(X[:, :1], label_marginals(samples))
     plt.close("all")
+
+
+def test_sampled_estimator_front_door():
+    """PottsClassifier (Swendsen-Wang, labels through the field): a short run warns with the
+    fix; clf.to_arviz() with ArviZ's defaults names the energy and class sizes, and its
+    observed_data holds the two training labels although nothing is clamped."""
+    import networkx as nx
+
+    from graphssl.estimators import PottsClassifier
+
+    graph = nx.karate_club_graph()
+    y = np.full(34, -1)
+    y[0], y[33] = 0, 1
+    clf = PottsClassifier(inference="swendsen_wang", beta=4.0, clamp=False, n_samples=20,
+                          burn_in=10)
+    with pytest.warns(ConvergenceWarning, match="PottsClassifier: .*ESS.*n_samples"):
+        clf.fit_graph(graph, y)
+    assert not clf.convergence_.converged and clf.convergence_.n_draws == 20
+    tree = clf.to_arviz()
+    summary = az.summary(tree)
+    assert list(summary.index[:3]) == ["energy", "class_sizes[0]", "class_sizes[1]"]
+    assert len(summary) == 1 + 2 + 10
+    obs = tree["observed_data"]["observed_labels"]
+    assert list(obs.coords["labelled_node"].values) == [0, 33]
+    assert list(obs.values) == [0, 1]
+    az.plot_trace(tree)
+    plt.close("all")
