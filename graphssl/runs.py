@@ -35,7 +35,7 @@ from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
 
 from graphssl import metrics
 
-__all__ = ["ConvergenceBudget", "invariant_diagnostics", "run_model", "run_job"]
+__all__ = ["ConvergenceBudget", "invariant_diagnostics", "run_model", "run_job", "portable"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -327,6 +327,31 @@ def plot_energy_trace(estimator, title: str) -> bytes | None:
     return _png(fig)
 
 
+def _array_fields(graph) -> list[str]:
+    if not dataclasses.is_dataclass(graph) or isinstance(graph, type):
+        return []
+    return [f.name for f in dataclasses.fields(graph) if not f.metadata.get("static")]
+
+
+def portable(graph):
+    """The graph (a :class:`graphssl.graph.Graph` dataclass) with NumPy arrays in place of
+    JAX arrays, to send to another process: a JAX array is rebuilt there under that
+    process's ``jax_enable_x64`` at unpickling time (float64 weights would become float32
+    before :func:`run_job` could set the caller's precision). Other objects pass as they are."""
+    fields = _array_fields(graph)
+    return dataclasses.replace(graph, **{f: np.asarray(getattr(graph, f)) for f in fields}) \
+        if fields else graph
+
+
+def _restored(graph):
+    fields = [f for f in _array_fields(graph) if isinstance(getattr(graph, f), np.ndarray)]
+    if not fields:
+        return graph
+    import jax.numpy as jnp
+
+    return dataclasses.replace(graph, **{f: jnp.asarray(getattr(graph, f)) for f in fields})
+
+
 def run_job(name: str, factory: Callable, graph, y, labelled_idx, *, X=None,
             budget: ConvergenceBudget | None = None, classes=None, plots: bool = False,
             x64: bool | None = None) -> tuple[dict, dict[str, bytes]]:
@@ -335,12 +360,14 @@ def run_job(name: str, factory: Callable, graph, y, labelled_idx, *, X=None,
     ``files`` maps ``"arviz"``, ``"plot"``, ``"trace_plot"`` to the bytes to write (plots
     only with ``plots=True``). A failing fit gives ``{"model": name, "error": "..."}`` and
     no files. ``x64`` sets ``jax_enable_x64`` first (a worker process must compute in the
-    caller's precision for its results to equal a serial run's).
+    caller's precision for its results to equal a serial run's); a :func:`portable` graph
+    gets its JAX arrays back after that.
     """
     if x64 is not None:
         import jax
 
         jax.config.update("jax_enable_x64", bool(x64))
+    graph = _restored(graph)
     try:
         record, estimator = run_model(name, factory, graph, y, labelled_idx, X=X,
                                       budget=budget, classes=classes)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from graphssl.runs import ConvergenceBudget, run_job, run_model
+from graphssl.runs import ConvergenceBudget, portable, run_job, run_model
 
 __all__ = ["run_model", "compare_models", "summarise", "format_table", "atomic_write",
            "read_run", "ConvergenceBudget"]
@@ -121,8 +121,9 @@ def _client(workers: int, scheduler: str | None):
 def _on_dask(cells, shared, common, client) -> Iterator[tuple[tuple[str, int], dict, dict]]:
     from dask.distributed import as_completed
 
+    graph, y, X = shared
     graph, y, X = (client.scatter(value, broadcast=True) if value is not None else None
-                   for value in shared)  # sent once per worker, not once per cell
+                   for value in (portable(graph), y, X))  # once per worker, not per cell
     futures = {}
     for cell, (factory, labelled) in cells:
         name, i = cell

@@ -1,0 +1,104 @@
+"""The comparison grid on a real two-process Dask cluster: same records as the serial run,
+and a worker killed (SIGKILL) mid-fit loses nothing and writes nothing twice."""
+
+import functools
+import os
+import signal
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("dask.distributed")
+cloudpickle = pytest.importorskip("cloudpickle")
+
+from graphssl import suite  # noqa: E402
+from graphssl.data import random_splits, two_moons  # noqa: E402
+from graphssl.estimators.baselines import HarmonicFunctionClassifier, LGCClassifier  # noqa: E402
+from graphssl.estimators.potts import PottsClassifier  # noqa: E402
+from graphssl.graph import knn_graph  # noqa: E402
+
+# the workers cannot import this test module: send its functions and classes by value
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+class _DiesOnce(HarmonicFunctionClassifier):
+    """GRF whose first fit inside a Dask worker kills that worker process mid-fit."""
+
+    def _label_distributions(self, graph, labels, n_classes):
+        try:
+            distributed.get_worker()
+        except ValueError:  # not in a worker (the serial run): fit normally
+            return super()._label_distributions(graph, labels, n_classes)
+        try:
+            with open(self.marker, "x") as fh:  # only the first attempt of the grid dies
+                fh.write(str(os.getpid()))
+        except FileExistsError:
+            return super()._label_distributions(graph, labels, n_classes)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _dies_once(marker):
+    estimator = _DiesOnce()
+    estimator.marker = str(marker)
+    return estimator
+
+
+def _potts_sw():
+    return PottsClassifier(inference="swendsen_wang", beta="nmfB", n_chains=2, n_samples=40,
+                           burn_in=10)
+
+
+_TIMING = ("seconds", "resumed")
+
+
+def _same(a: dict, b: dict) -> bool:
+    strip = lambda r: {k: v for k, v in r.items() if k not in _TIMING}  # noqa: E731
+    return strip(a) == strip(b)
+
+
+def test_grid_on_two_process_cluster_matches_serial_and_survives_a_killed_worker(
+        tmp_path, monkeypatch):
+    data = two_moons(150, seed=3)
+    X, y = np.asarray(data.X), np.asarray(data.y)
+    graph = knn_graph(X, 8)
+    splits = list(random_splits(y, 0.1, n_splits=2, seed=0))
+    models = {"grf": HarmonicFunctionClassifier, "lgc": LGCClassifier, "potts_sw": _potts_sw,
+              "dies": functools.partial(_dies_once, tmp_path / "killed")}
+    budget = suite.ConvergenceBudget(max_doublings=1)
+    serial = suite.compare_models(models, graph, y, splits, out_dir=tmp_path / "serial", X=X,
+                                  progress=False, budget=budget, config={"grid": 1})
+
+    writes = Counter()
+    real_write = suite.atomic_write
+
+    def counting(path, data):
+        writes[os.path.relpath(path, tmp_path)] += 1
+        real_write(path, data)
+
+    monkeypatch.setattr(suite, "atomic_write", counting)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    try:
+        with distributed.Client(cluster) as client:
+            out = tmp_path / "dask"
+            grid = suite.compare_models(models, graph, y, splits, out_dir=out, X=X,
+                                        progress=False, budget=budget, config={"grid": 1},
+                                        client=client)
+            assert (tmp_path / "killed").is_file()  # a worker died mid-fit ...
+            for name in models:  # ... and every record is there, equal to the serial one
+                assert [r["split"] for r in grid[name]] == [0, 1]
+                for a, b in zip(grid[name], serial[name], strict=True):
+                    assert "error" not in a and _same(a, b), (name, a, b)
+            assert grid["potts_sw"][0]["draws"] >= 40
+            runs = [k for k in writes if k.startswith(f"dask{os.sep}runs")]
+            assert len(runs) == len(models) * len(splits)
+            assert all(count == 1 for count in writes.values())  # nothing written twice
+            writes.clear()
+            again = suite.compare_models(models, graph, y, splits, out_dir=out, X=X,
+                                         progress=False, budget=budget, config={"grid": 1},
+                                         client=client)
+            assert not writes and all(r["resumed"] for runs in again.values() for r in runs)
+    finally:
+        cluster.close()
