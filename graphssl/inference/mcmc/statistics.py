@@ -91,12 +91,16 @@ def class_sizes(labels, n_classes: int) -> np.ndarray:
     ``int[..., n]`` in ``0..q-1`` (permutation invariant)."""
     labels = _labels_of(labels)
     q = int(n_classes)
-    flat = labels.reshape(-1, labels.shape[-1]).astype(np.int64)
+    flat = labels.reshape(-1, labels.shape[-1])
     if flat.size and (flat.min() < 0 or flat.max() >= q):
         raise ValueError(f"labels must lie in 0..{q - 1} (n_classes={q})")
-    offsets = np.arange(flat.shape[0], dtype=np.int64)[:, None] * q
-    sizes = np.bincount((flat + offsets).ravel(), minlength=flat.shape[0] * q)
-    sizes = sizes.reshape(flat.shape[0], q)
+    sizes = np.zeros((flat.shape[0], q), dtype=np.int64)
+    rows = max(1, (1 << 22) // max(flat.shape[1], 1))  # blocks of ~4M labels: bounded memory
+    for begin in range(0, flat.shape[0], rows):
+        block = flat[begin:begin + rows].astype(np.int64)
+        block += np.arange(block.shape[0], dtype=np.int64)[:, None] * q
+        sizes[begin:begin + rows] = np.bincount(
+            block.ravel(), minlength=block.shape[0] * q).reshape(-1, q)
     return -np.sort(-sizes, axis=-1).reshape(*labels.shape[:-1], q)
 
 
