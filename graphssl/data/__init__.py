@@ -29,6 +29,7 @@ SSL-book ``.mat`` and CSV readers) and :mod:`~graphssl.data.splits` (split helpe
 public name is re-exported here, so ``from graphssl.data import ...`` is the interface.
 """
 
+from graphssl.data.citation import CitationData, citation_from_arrays, load_citation
 from graphssl.data.dataset import LABEL_RATES as LABEL_RATES
 from graphssl.data.dataset import Dataset
 from graphssl.data.loaders import (
@@ -84,6 +85,9 @@ __all__ = [
     "load_sslbook",
     "load_csv",
     "data_dir_from_env",
+    "CitationData",
+    "load_citation",
+    "citation_from_arrays",
     "random_split",
     "random_splits",
     "fixed_splits",
