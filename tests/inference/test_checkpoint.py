@@ -13,9 +13,11 @@ import time
 import jax
 import numpy as np
 import pytest
+import scipy.sparse
 
 import graphssl.inference.mcmc.chains as chains
 import graphssl.inference.mcmc.checkpoint as ckpt
+from graphssl.graph import Graph
 from graphssl.inference import sample_chains
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -157,6 +159,8 @@ SCRIPT = textwrap.dedent(
 
     folder, out, pause = sys.argv[1], sys.argv[2], float(sys.argv[3])
     model = small_model(n=8, q=3, field=True, clamped=False, seed=1)
+    if not pause:  # the restart's kernel gets another per-process token: still the same run
+        chromatic_gibbs(model.graph)
     kernel = chromatic_gibbs(model.graph)
     run = dict(n_chains=2, n_samples=24, burn_in=3, thin=2, checkpoint_every=3)
     if pause:  # slow the run down after each checkpoint, so that the test can kill it
@@ -217,3 +221,20 @@ def test_sigkill_and_restart_gives_the_uninterrupted_draws(tmp_path):
         for name in [k.split("/", 1)[1] for k in result if k.startswith("result/")]:
             np.testing.assert_array_equal(result[f"result/{name}"], result[f"{other}/{name}"],
                                           err_msg=f"{other}: {name}")
+
+
+def test_kernel_fingerprint_sees_functions_closures_and_arrays(models):
+    """Two chromatic Gibbs kernels built at different times on one graph describe the same
+    kernel (their per-process token is left out); a different graph or a different
+    Metropolis rule in a closure does not."""
+    from graphssl.inference import chromatic_gibbs, compose, permutation_move, swendsen_wang
+
+    describe = lambda k: ckpt._describe(tuple(k))  # noqa: E731
+    graph = models[(True, True)].graph
+    assert describe(chromatic_gibbs(graph)) == describe(chromatic_gibbs(graph))
+    ring = np.arange(8)
+    edges = np.concatenate([ring, (ring + 1) % 8]), np.concatenate([(ring + 1) % 8, ring])
+    cycle = Graph.from_scipy(scipy.sparse.coo_matrix((np.ones(16), edges), (8, 8)).tocsr())
+    assert describe(chromatic_gibbs(graph)) != describe(chromatic_gibbs(cycle))
+    assert describe(compose(swendsen_wang(), permutation_move())) != describe(
+        compose(swendsen_wang(), permutation_move(rule="barker")))

@@ -29,12 +29,13 @@ and overwritten.
 
 The ``fingerprint`` holds what must match for a continuation to be the same run: ``n_chains``,
 ``burn_in``, ``thin``, the label storage type, the model (type, leaf shapes and dtypes, and a
-SHA-256 of its arrays), the kernel (the qualified names of its functions, bound arguments and
-arrays, as far as they are reachable through ``functools.partial`` / ``jax.tree_util.Partial``;
-a closure's captured values are not seen), the energy function, ``batched_model``, the key
-and ``init_labels``. A mismatch raises a ``ValueError`` naming the fields that differ.
-``n_samples`` is not part of it: a later call with more samples continues the run, and a call
-with as many returns the stored draws without sampling.
+SHA-256 of its arrays), the kernel (the qualified names of its functions, their bound
+arguments, captured closure values and arrays, as far as ``functools.partial`` /
+``jax.tree_util.Partial`` and ``__closure__`` reach; state held in objects and process-local
+tags such as chromatic Gibbs' ``token`` are not part of it), the energy function,
+``batched_model``, the key and ``init_labels``. A mismatch raises a ``ValueError`` naming
+the fields that differ. ``n_samples`` is not part of it: a later call with more samples
+continues the run, and a call with as many returns the stored draws without sampling.
 
 Why ``.npz`` and not orbax or netCDF: the state is a handful of host arrays per chunk, written
 from one process; ``numpy`` alone reads and writes it atomically with the steps above, without
@@ -88,6 +89,11 @@ def _digest(x) -> str:
     return h.hexdigest()[:16]
 
 
+# keyword arguments that differ between processes for the same kernel (chromatic Gibbs tags
+# its prepared model with a per-process counter): left out of the kernel's description
+_PROCESS_LOCAL = frozenset({"token"})
+
+
 def _describe(obj, depth: int = 0):
     """A JSON-able description of a kernel / energy function: qualified names of functions,
     bound arguments, digests of arrays."""
@@ -96,7 +102,8 @@ def _describe(obj, depth: int = 0):
     if isinstance(obj, functools.partial):  # jax.tree_util.Partial is one
         return {"partial": _describe(obj.func, depth + 1),
                 "args": [_describe(a, depth + 1) for a in obj.args],
-                "keywords": {k: _describe(v, depth + 1) for k, v in sorted(obj.keywords.items())}}
+                "keywords": {k: _describe(v, depth + 1) for k, v in sorted(obj.keywords.items())
+                             if k not in _PROCESS_LOCAL}}
     if isinstance(obj, (jax.Array, np.ndarray)):
         return {"array": [list(np.shape(obj)), str(obj.dtype), _digest(obj)]}
     if isinstance(obj, tuple | list):
@@ -104,9 +111,22 @@ def _describe(obj, depth: int = 0):
         return {kind: [_describe(x, depth + 1) for x in obj]}
     if isinstance(obj, dict):
         return {str(k): _describe(v, depth + 1) for k, v in sorted(obj.items(), key=str)}
+    wrapped = getattr(obj, "fun", None)  # jax.tree_util.Partial's shim around a partial
+    if callable(wrapped) and not isinstance(obj, functools.partial):
+        return _describe(wrapped, depth + 1)
     if callable(obj):
         name = getattr(obj, "__qualname__", type(obj).__qualname__)
-        return f"{getattr(obj, '__module__', '?')}.{name}"
+        name = f"{getattr(obj, '__module__', '?')}.{name}"
+        cells = getattr(obj, "__closure__", None) or ()
+        if not cells:
+            return name
+        captured = []
+        for cell in cells:
+            try:
+                captured.append(_describe(cell.cell_contents, depth + 1))
+            except ValueError:  # an empty cell
+                captured.append(None)
+        return {"function": name, "captured": captured}
     if obj is None or isinstance(obj, bool | int | float | str):
         return obj
     return type(obj).__qualname__
