@@ -4,6 +4,9 @@
     python benchmarks/bench_samplers.py --gpu      # GPU sizes (Gibbs 1e7, SW 1e6, 64 x 1e5)
     python benchmarks/bench_samplers.py --quick    # tiny smoke run
 
+Swendsen–Wang rows time ``swendsen_wang(graph)`` (bond pairs listed once on the host) and,
+in the same run, ``swendsen_wang()`` (pairs read from the whole padded table, masked).
+
 Graph: a random kNN-like graph: node i draws k neighbours j = i ± U{1..W} (mod N), so the
 neighbourhoods are local in memory like a kNN graph of spatially sorted points; the union of
 both directions is stored (mean degree ~ 2k - overlaps). Weights U(0.2, 1), one per pair
@@ -34,9 +37,10 @@ import numpy as np
 
 from graphssl.graph import Graph
 from graphssl.inference import chromatic_gibbs, sample_chains, swendsen_wang
-from graphssl.inference.mcmc.gibbs import greedy_coloring
+from graphssl.inference.coloring import greedy_coloring
 from graphssl.inference.mcmc.kernels import merge_kernel, prepared, split_kernel
 from graphssl.models.potts import PottsModel
+from graphssl.models.protocol import bond_list
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -162,12 +166,11 @@ def scipy_swendsen_wang(model, labels, n_sweeps: int, seed: int = 0):
     from scipy.sparse.csgraph import connected_components as cc
 
     rng = np.random.default_rng(seed)
-    g = model.coupling_graph()
-    s, r, j = (np.asarray(a) for a in (g.senders, g.receivers, g.weights))
-    half = s < r
+    s, r, j = (np.asarray(a) for a in bond_list(model.pairwise_tables()))
+    half = j > 0
     s, r, j = s[half], r[half], j[half]
     observed = np.asarray(model.observed)
-    field = np.asarray(model.unary_logits())
+    field = np.asarray(model.pairwise_tables().unary)
     n, q = model.n_nodes, model.n_classes
     labels = np.asarray(labels).copy()
     for _ in range(n_sweeps):
@@ -254,13 +257,16 @@ def bench_sw(n, q, sweeps, repeats):
     graph = knn_like_graph(n)
     beta_c = percolation_beta(graph)
     rows = []
-    kernel = swendsen_wang()
-    run = raw_scan(kernel, sweeps)
+    kernel = swendsen_wang(graph)  # pairs listed once on the host
+    plain = swendsen_wang()  # every slot of the padded table, masked
+    run, run_plain = raw_scan(kernel, sweeps), raw_scan(plain, sweeps)
     for factor in (0.5, 2.0, 8.0, 16.0, 32.0):
         model = potts(graph, q, beta=beta_c * factor)
         state = kernel.init(model, jax.random.key(0))
         # burn in so the state matches the temperature, then time and read the statistics
         state = raw_scan(kernel, 20)(model, jax.random.key(2), state)
+        t_plain = timeit(lambda m=model, st=state: run_plain(m, jax.random.key(1), st), repeats)
+        cpu_plain = CPU_TIMES[-1]
         t = timeit(lambda m=model, st=state: run(m, jax.random.key(1), st), repeats)
         cpu = CPU_TIMES[-1]
         _, info = jax.jit(kernel.step)(model, jax.random.key(3), state)
@@ -276,6 +282,8 @@ def bench_sw(n, q, sweeps, repeats):
             "n_clusters": int(info["n_clusters"]), "max_cluster": int(info["max_cluster_size"]),
             "peer_scipy_sweep_ms": 1e3 * t_peer, "ratio_vs_scipy": t_peer / (t / sweeps),
             "cpu_sweep_ms": 1e3 * cpu / sweeps, "cpu_ratio_vs_scipy": cpu_peer / (cpu / sweeps),
+            "no_graph_sweep_ms": 1e3 * t_plain / sweeps,
+            "no_graph_cpu_sweep_ms": 1e3 * cpu_plain / sweeps,
             "loadavg_1min": os.getloadavg()[0],
         })
     return rows
@@ -419,7 +427,9 @@ def print_table(results):
                   f"  {row['sweep_ms']:.3g} ms/sweep  rounds={row['component_rounds']} "
                   f"clusters={row['n_clusters']} largest={row['max_cluster']}; "
                   f"scipy peer {row['peer_scipy_sweep_ms']:.3g} ms (x{row['ratio_vs_scipy']:.2f}); "
-                  f"CPU {row['cpu_sweep_ms']:.3g} ms (x{row['cpu_ratio_vs_scipy']:.2f})")
+                  f"CPU {row['cpu_sweep_ms']:.3g} ms (x{row['cpu_ratio_vs_scipy']:.2f}); "
+                  f"swendsen_wang() without graph {row.get('no_graph_sweep_ms', float('nan')):.3g}"
+                  f" ms (CPU {row.get('no_graph_cpu_sweep_ms', float('nan')):.3g} ms)")
         elif kind == "chains":
             print(f"chains  N={row['n']:>9} {row['method']:>10} chains={row['n_chains']:>3}  "
                   f"{row['site_updates_per_s']:.3g} updates/s  per-chain vs single "

@@ -25,6 +25,7 @@ from graphssl.inference.optimize.mean_field import (
     MeanFieldInfo,
     MeanFieldOptions,
     MeanFieldSolution,
+    mean_field_tables,
     solve_mean_field,
 )
 
@@ -59,13 +60,15 @@ def pad_rows(array, n_padded: int, fill=0):
     return jnp.concatenate([array, padding])
 
 
-def sharded_mean_field(model, options: MeanFieldOptions | None = None, *, mesh=None):
+def sharded_mean_field(model, options: MeanFieldOptions | None = None, *, mesh=None,
+                       couplings: str = "directed"):
     """Naive mean field (Jacobi order) with the nodes split across the devices of ``mesh``.
 
     The node count is padded to a multiple of the device count with isolated, unclamped dummy
     nodes (neighbour index = themselves, weight 0, field 0): they never influence a real node,
     and are dropped from the result. Returns ``(MeanFieldSolution, MeanFieldInfo)`` exactly as
-    :func:`graphssl.inference.optimize.mean_field.naive_mean_field` with ``order="parallel"``.
+    :func:`graphssl.inference.optimize.mean_field.naive_mean_field` with ``order="parallel"``
+    (``couplings`` as there: the model's pairwise tables, directed W where it kept one).
     """
     options = MeanFieldOptions() if options is None else options
     if options.order != "parallel":
@@ -77,12 +80,11 @@ def sharded_mean_field(model, options: MeanFieldOptions | None = None, *, mesh=N
     n_devices = mesh.devices.size
     n = model.n_nodes
     n_padded = -(-n // n_devices) * n_devices
-    coupling = model.coupling_graph()
-    index, weight = coupling.padded_neighbors()
+    unary, index, weight = mean_field_tables(model, couplings)
     dummy_index = jnp.arange(n, n_padded, dtype=index.dtype)[:, None]
     index = jnp.concatenate([index, jnp.broadcast_to(dummy_index, (n_padded - n, index.shape[1]))])
     weight = pad_rows(weight, n_padded)
-    unary = pad_rows(model.unary_logits(), n_padded)
+    unary = pad_rows(unary, n_padded)
     clamped = pad_rows(model.observed, n_padded, False)
     labels = pad_rows(model.labels, n_padded, 0)
     rows = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("nodes"))

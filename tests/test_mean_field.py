@@ -82,6 +82,14 @@ def test_directed_row_normalised_graph_uses_out_edges(sym_graph, labels):
     np.testing.assert_allclose(P.sum(1), 1.0)
     ref = _reference_rhs(P, 4.0, label_field(labels, Q), np.asarray(sol.marginals))
     assert np.max(np.abs(ref - np.asarray(sol.marginals))) < 1e-6
+    # the sampling law of the model is the symmetrised one; couplings="symmetric" solves it
+    assert model.graph.is_symmetric()
+    sym, _ = naive_mean_field(model, options=SEQ, couplings="symmetric")
+    ref = _reference_rhs((P + P.T) / 2, 4.0, label_field(labels, Q), np.asarray(sym.marginals))
+    assert np.max(np.abs(ref - np.asarray(sym.marginals))) < 1e-6
+    assert np.max(np.abs(np.asarray(sym.marginals) - np.asarray(sol.marginals))) > 1e-3
+    with pytest.raises(ValueError, match="couplings"):
+        naive_mean_field(model, options=SEQ, couplings="both")
 
 
 @pytest.mark.parametrize("beta", [0.3, 2.0, 8.0])
@@ -192,7 +200,7 @@ def test_locality_reorder_gives_the_same_solution(sym_graph, labels, clamp):
     from graphssl.inference.optimize.mean_field import locality_order
 
     model = PottsModel.from_labels(row_normalize(sym_graph), labels, Q, beta=3.0, clamp=clamp)
-    perm = locality_order(model.coupling_graph().padded_neighbors()[0])
+    perm = locality_order(model.pairwise_tables().neighbor_index)
     assert sorted(perm.tolist()) == list(range(N)) and perm.tolist() != list(range(N))
     init = np.random.default_rng(1).normal(size=(N, Q))
     plain, info = naive_mean_field(model, init=init, options=PAR)
@@ -212,11 +220,15 @@ def test_chromatic_sweep_is_a_sequential_sweep_in_class_order(sym_graph, labels,
     another, that equals the node-by-node Gauss-Seidel sweep visiting the nodes class by
     class. Checked sweep by sweep against the sequential solver run on the nodes renumbered
     into that order."""
-    from graphssl.inference.optimize.mean_field import mean_field_coloring, solve_mean_field
+    from graphssl.inference.optimize.mean_field import (
+        mean_field_coloring,
+        mean_field_tables,
+        solve_mean_field,
+    )
 
     graph = row_normalize(sym_graph) if directed else sym_graph
-    model = PottsModel.from_labels(graph, labels, Q, beta=2.5)
-    index, weight = model.coupling_graph().padded_neighbors()
+    model = PottsModel.from_labels(graph, labels, Q, beta=2.5, asymmetric="symmetrize")
+    unary, index, weight = mean_field_tables(model)
     colors = mean_field_coloring(index)
     idx = np.asarray(index)
     rows = np.repeat(np.arange(N), idx.shape[1])
@@ -224,7 +236,7 @@ def test_chromatic_sweep_is_a_sequential_sweep_in_class_order(sym_graph, labels,
     perm = np.argsort(colors, kind="stable")  # class by class, nodes ascending in a class
     rank = np.empty_like(perm)
     rank[perm] = np.arange(N)
-    unary = np.asarray(model.unary_logits())
+    unary = np.asarray(unary)
     observed, clamp = np.asarray(model.observed), np.asarray(model.labels)
     for sweeps in (1, 2, 5):
         opts = dict(tol=1e-300, max_iter=sweeps)

@@ -16,11 +16,12 @@ Two models over the true labels ``Y`` of all ``n = l + u`` points:
   the labelled points (G).  The constants ``log(C - 1 + e^{e^gamma})`` per summed-out ``o_i``
   (Eq. 51) enter only the likelihood (Eq. 82) and the gamma gradient (Eqs. 64, 73).
 
-Symbol map: ``A_ij`` -> ``coupling_graph().weights`` (both directions of each pair are
-stored, so a sum over ``j < i`` is half the sum over stored edges); ``sigma`` -> ``sigma``;
-``alpha_0`` -> ``alpha0``; ``alpha_d`` -> ``log_length_scales[d]``; ``beta_c`` ->
-``class_bias[c]``; ``gamma`` -> ``gamma``; ``o_i`` -> ``noisy_labels``; ``Y_L`` (clamped)
--> ``labels`` where ``observed``.  Classes are ``0..C-1`` (the paper's ``1..C``).
+Symbol map: ``A_ij`` -> ``graph.weights`` and ``pairwise_tables().coupling`` (both
+directions of each pair are stored, so a sum over ``j < i`` is half the sum over stored
+edges); ``sigma`` -> ``sigma``; ``alpha_0`` -> ``alpha0``; ``alpha_d`` ->
+``log_length_scales[d]``; ``beta_c`` -> ``class_bias[c]``; ``gamma`` -> ``gamma``; ``o_i`` ->
+``noisy_labels``; ``Y_L`` (clamped) -> ``labels`` where ``observed``.  Classes are
+``0..C-1`` (the paper's ``1..C``).
 
 Binary labels: with ``y in {0, 1}``, ``(y_i - y_j)^2 = 1 - delta(y_i, y_j)``, so an energy
 ``sum w_ij (y_i - y_j)^2`` is this 2-state Potts energy with ``A_ij = w_ij`` up to a
@@ -28,9 +29,11 @@ constant (factor 1); with spins ``y in {-1, +1}`` it is ``4 (1 - delta)``: ``A_i
 
 Energy convention (``p ∝ exp(-energy)``)::
 
-    energy(Y) = -sum_{i<j} A_ij delta(y_i, y_j) - sum_i h_i(y_i),   h = unary_logits()
+    energy(Y) = -sum_{i<j} A_ij delta(y_i, y_j) - sum_i h_i(y_i),   h = pairwise_tables().unary
 
-so the Swendsen-Wang bond probability between equal labels is ``1 - exp(-A_ij)`` (Eq. 34).
+(``+inf`` off the hard-clamped labels), the pairwise law of :mod:`graphssl.models.protocol`
+with the tables inherited from ``PottsModel.pairwise_tables``, so the Swendsen-Wang bond
+probability between equal labels is ``1 - exp(-A_ij)`` (Eq. 34).
 """
 
 from __future__ import annotations
@@ -151,6 +154,9 @@ class BoltzmannMRF(PottsModel):
       ``evidence_strength = e^gamma``, nothing hard-clamped;
     * ``unclamped()`` drops both: the basic unclamped model, or ``F`` (Eqs. 45, 52).
 
+    ``energy`` is ``-(F or G)(Y)`` (Eqs. 2, 45, 46), ``+inf`` off the hard-clamped labels:
+    the inherited ``PottsModel.energy``, i.e. the protocol's ``pairwise_energy``.
+
     Extra fields: ``class_bias`` (beta_c, float[C]), ``evidence_strength`` (e^gamma),
     ``noisy_observed`` (bool[n], the set L of the extended model), ``noisy_labels``
     (o_i, int32[n]) and ``edge_slot`` (int32[n, d_max]: the edge behind each entry of the
@@ -195,11 +201,6 @@ class BoltzmannMRF(PottsModel):
             observed=false,
         )
         return m.with_parameters()
-
-    def energy(self, labels) -> jax.Array:
-        """``-(F or G)(Y)`` (Eqs. 2, 45, 46); ``+inf`` if a hard-clamped node is off its label."""
-        off = jnp.any(self.observed & (labels != self.labels))
-        return jnp.where(off, jnp.inf, super().energy(labels))
 
 
 jax.tree_util.register_dataclass(

@@ -11,23 +11,33 @@ zero-field form (Eq. 10) whose clamped MAP relates to GRF / mincut. Symbols to a
 ``W`` -> ``graph.weights``, ``theta`` -> ``field`` (float[n, q]), ``beta`` -> ``beta``,
 ``q`` -> ``n_classes``.
 
-The class exposes the sampler protocol of ``CONTRIBUTING.md``: ``energy`` (= beta H),
-``conditional_logits`` (Eq. 16 with point masses: beta (theta_i + sum_j W_ij [s_j = c])),
-``coupling_graph`` (J_ij = beta W_ij, so a Swendsen–Wang bond between equal labels forms with
-probability 1 - exp(-J_ij)) and ``unary_logits`` (beta theta).
+The class is a pairwise label model of :mod:`graphssl.models.protocol`: its one description
+is :meth:`PottsModel.pairwise_tables` (``J = beta W``, ``h = beta theta``); the energy
+(``= beta H``), the conditionals (Eq. 16 with point masses) and the Swendsen–Wang bonds are
+derived from it by the protocol's functions.
+
+Symmetry. ``H`` sums over unordered pairs, so only ``(W_ij + W_ji) / 2`` enters the law.
+:meth:`PottsModel.create` given an asymmetric ``graph`` (e.g. ``graph.row_normalize``'s
+output, Bergamim & Breve Eq. 9) symmetrises the couplings to ``(W_ij + W_ji) / 2`` (the pair
+weight ``energy`` has always used) and warns, naming ``graphssl.graph.symmetrize`` as the
+explicit route; the directed ``W`` is kept only for the paper's mean field (Eq. 16 reads
+``W_ij`` along out-edges; ``PairwiseTables.directed_coupling``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from graphssl.graph import Graph
+from graphssl.models.protocol import PairwiseTables, pairwise_energy
 
-_DENSE_MAX_CLASSES = 4
+ASYMMETRIC = ("warn", "symmetrize", "raise")
 
 __all__ = ["PottsModel", "bergamim_breve_graph", "label_field", "default_k"]
 
@@ -38,8 +48,9 @@ class PottsModel:
 
     Build with :meth:`create`. Fields: ``graph`` (couplings W), ``beta`` (scalar), ``field``
     (float[n, q]), ``observed`` (bool[n]), ``labels`` (int32[n]; meaningful where observed),
-    ``neighbor_index`` / ``neighbor_weight`` (padded neighbour table of ``graph``), static
-    ``n_classes``.
+    ``neighbor_index`` / ``neighbor_weight`` (padded neighbour table of ``graph``),
+    ``directed_weight`` (None, or the directed W the model was built from, in the same
+    slots: read only by mean field), static ``n_classes``. ``graph`` is always symmetric.
     """
 
     graph: Graph
@@ -50,6 +61,7 @@ class PottsModel:
     neighbor_index: jax.Array
     neighbor_weight: jax.Array
     n_classes: int = dataclasses.field(metadata=dict(static=True))
+    directed_weight: jax.Array | None = None
 
     @classmethod
     def create(
@@ -61,12 +73,22 @@ class PottsModel:
         field=None,
         labels=None,
         observed=None,
+        asymmetric: str = "warn",
     ) -> PottsModel:
         """Potts model on ``graph`` with ``n_classes`` states.
 
         ``labels`` may use -1 for unlabelled nodes; then ``observed`` defaults to
         ``labels >= 0``. ``field`` defaults to zero (Eq. 10).
+
+        ``asymmetric``: what to do when ``W_ij != W_ji`` (a directed graph such as
+        ``graph.row_normalize``'s output). ``"warn"`` (default): couplings become
+        ``(W_ij + W_ji) / 2`` (``graphssl.graph.symmetrize(graph, "mean")``; the energy is
+        unchanged, it always used that pair weight) with a ``UserWarning``;
+        ``"symmetrize"``: the same, silently (you asked for it); ``"raise"``: ``ValueError``.
+        The directed W is kept as ``directed_weight`` for the paper's mean field only.
         """
+        if asymmetric not in ASYMMETRIC:
+            raise ValueError(f"asymmetric: use one of {ASYMMETRIC}, got {asymmetric!r}")
         n = graph.n_nodes
         if n_classes < 2:
             raise ValueError(f"n_classes: a Potts model needs at least 2 states, got {n_classes}")
@@ -83,7 +105,10 @@ class PottsModel:
         field = jnp.asarray(field, dtype=graph.weights.dtype)
         if field.shape != (n, n_classes):
             raise ValueError(f"field: expected shape ({n}, {n_classes}), got {field.shape}")
+        graph, directed_weight = _symmetric(graph, asymmetric)
         index, weight = graph.padded_neighbors()
+        if directed_weight is not None:
+            directed_weight = _in_slots(directed_weight, np.asarray(index))
         return cls(
             graph=graph,
             beta=jnp.asarray(beta, dtype=graph.weights.dtype),
@@ -93,61 +118,33 @@ class PottsModel:
             neighbor_index=index,
             neighbor_weight=weight,
             n_classes=int(n_classes),
+            directed_weight=directed_weight,
         )
 
     @property
     def n_nodes(self) -> int:
         return self.graph.n_nodes
 
+    def pairwise_tables(self) -> PairwiseTables:
+        """The one description of the law (:mod:`graphssl.models.protocol`):
+        ``(neighbor_index, coupling = beta W, unary = beta theta)`` in the padded slots of
+        ``graph``, plus ``directed_coupling = beta W_directed`` when the model was built from a
+        directed W (mean field only). Energy, conditionals and Swendsen–Wang bonds all derive
+        from it; a subclass changes the law by overriding this method alone.
+        """
+        directed = None if self.directed_weight is None else self.beta * self.directed_weight
+        return PairwiseTables(self.neighbor_index, self.beta * self.neighbor_weight,
+                              self.beta * self.field, directed)
+
     def energy(self, labels: jax.Array) -> jax.Array:
-        """``beta H(s)`` of Eq. 11 with the pair sum over unordered edges (i < j)."""
-        g = self.graph
-        same = labels[g.senders] == labels[g.receivers]
-        pair = 0.5 * jnp.sum(jnp.where(same, g.weights, 0.0))
-        unary = jnp.sum(jnp.take_along_axis(self.field, labels[:, None], axis=1))
-        return -self.beta * (pair + unary)
-
-    def neighbor_label_weights(self, labels: jax.Array, nodes: jax.Array) -> jax.Array:
-        """``m_ic = sum_j W_ij [s_j = c]`` for the given nodes, shape [len(nodes), q].
-
-        For q <= 4 a compare-and-sum per class (dense, vectorises well); above, a scatter-add
-        (its cost does not grow with q). Measured on CPU (benchmarks/bench_samplers.py): the
-        scatter is ~2x slower at q = 2 and ~2x faster at q = 10.
-        """
-        index = self.neighbor_index[nodes]
-        weight = self.neighbor_weight[nodes]
-        if self.n_classes <= _DENSE_MAX_CLASSES:
-            neighbour_labels = labels[index]
-            return jnp.stack(
-                [jnp.sum(jnp.where(neighbour_labels == c, weight, 0.0), axis=1)
-                 for c in range(self.n_classes)],
-                axis=1,
-            )
-        rows = jnp.arange(nodes.shape[0])[:, None]
-        zeros = jnp.zeros((nodes.shape[0], self.n_classes), dtype=weight.dtype)
-        return zeros.at[rows, labels[index]].add(weight)
-
-    def conditional_logits(self, labels: jax.Array, nodes: jax.Array) -> jax.Array:
-        """``log P(s_i = c | s_-i) + const = beta (theta_ic + sum_j W_ij [s_j = c])``."""
-        return self.beta * (self.field[nodes] + self.neighbor_label_weights(labels, nodes))
-
-    def pairwise_tables(self) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """The conditionals as tables: ``(neighbor_index int32[n, d_max], coupling float[n,
-        d_max], unary float[n, q])`` with ``conditional_logits(labels, i)_c = unary_ic +
-        sum_d coupling_id [labels[neighbor_index_id] = c]`` (coupling = beta W, padded with
-        0; unary = beta theta). Optional fast path of ``chromatic_gibbs`` (its bucketed
-        layout reads only the first ``degree`` columns of each row); a subclass that changes
-        ``conditional_logits`` must change this too.
-        """
-        return self.neighbor_index, self.beta * self.neighbor_weight, self.beta * self.field
-
-    def coupling_graph(self) -> Graph:
-        """Effective couplings ``J_ij = beta W_ij`` (bond probability 1 - exp(-J_ij))."""
-        return dataclasses.replace(self.graph, weights=self.beta * self.graph.weights)
+        """``beta H(s)`` of Eq. 11 (pairs i < j), ``+inf`` if a clamped node is off its label:
+        :func:`~graphssl.models.protocol.pairwise_energy` of :meth:`pairwise_tables`."""
+        return pairwise_energy(self, labels)
 
     def unary_logits(self) -> jax.Array:
-        """The field in logit units, ``beta theta``, shape [n, q]."""
-        return self.beta * self.field
+        """The field in logit units, ``beta theta``, ``[n, q]``: ``pairwise_tables().unary``
+        (a convenience; inference reads the tables)."""
+        return self.pairwise_tables().unary
 
     def unclamped(self) -> PottsModel:
         """The same model with no node clamped."""
@@ -156,7 +153,7 @@ class PottsModel:
     @classmethod
     def from_labels(
         cls, graph: Graph, labels, n_classes: int | None = None, *, beta: float = 1.0,
-        clamp: bool = False,
+        clamp: bool = False, asymmetric: str = "warn",
     ) -> PottsModel:
         """The paper's two ways of holding the labelled data (Sec. 3.1).
 
@@ -167,19 +164,51 @@ class PottsModel:
         equivalent to GRF).
 
         ``labels``: int[n] with -1 for unlabelled; ``n_classes`` defaults to max label + 1.
+        ``asymmetric``: as in :meth:`create` (a row-normalised W is directed).
         """
         labels = np.asarray(labels)
         if n_classes is None:
             n_classes = int(labels.max()) + 1
         if clamp:
-            return cls.create(graph, n_classes, beta=beta, labels=labels)
+            return cls.create(graph, n_classes, beta=beta, labels=labels, asymmetric=asymmetric)
         field = label_field(labels, n_classes)
         return cls.create(graph, n_classes, beta=beta, field=field,
-                          labels=np.maximum(labels, -1), observed=np.zeros(labels.shape, bool))
+                          labels=np.maximum(labels, -1), observed=np.zeros(labels.shape, bool),
+                          asymmetric=asymmetric)
 
     def with_beta(self, beta) -> PottsModel:
         """The same model at another inverse temperature."""
         return dataclasses.replace(self, beta=jnp.asarray(beta, dtype=self.beta.dtype))
+
+
+def _symmetric(graph: Graph, asymmetric: str) -> tuple[Graph, Graph | None]:
+    """``(symmetric graph, directed graph or None)`` following ``asymmetric``."""
+    if graph.is_symmetric():
+        return graph, None
+    message = ("graph: the weights are not symmetric (W_ij != W_ji, e.g. graph.row_normalize's "
+               "output); the Potts couplings are symmetrised to (W_ij + W_ji) / 2, the pair "
+               "weight of the energy. Pass graphssl.graph.symmetrize(graph, 'mean') (or "
+               "asymmetric='symmetrize') to do this explicitly")
+    if asymmetric == "raise":
+        raise ValueError(message)
+    if asymmetric == "warn":
+        warnings.warn(message, UserWarning, skip_file_prefixes=(os.path.dirname(__file__),))
+    from graphssl.graph import symmetrize
+
+    sym = symmetrize(graph, "mean")
+    sym = dataclasses.replace(sym, weights=jnp.asarray(sym.weights, graph.weights.dtype))
+    return sym, graph
+
+
+def _in_slots(graph: Graph, index: np.ndarray) -> jax.Array:
+    """The weights of ``graph`` laid out in the slots of the padded table ``index`` (of a
+    graph whose edges include ``graph``'s); 0 where ``graph`` has no edge i -> j."""
+    n, d = index.shape
+    W = graph.to_scipy().tocsr()
+    rows = np.repeat(np.arange(n), d)
+    values = np.asarray(W[rows, index.reshape(-1)]).reshape(n, d)
+    values[index == np.arange(n)[:, None]] = 0.0
+    return jnp.asarray(values.astype(np.asarray(graph.weights).dtype))
 
 
 def _link_isolated(X, k, graph, method, knn_search, sigma_kth_neighbor) -> Graph:
@@ -268,6 +297,7 @@ POTTS_DATA_FIELDS = (
     "labels",
     "neighbor_index",
     "neighbor_weight",
+    "directed_weight",
 )  # subclasses (e.g. BoltzmannMRF) register these plus their own
 
 jax.tree_util.register_dataclass(

@@ -14,6 +14,7 @@ from graphssl.inference.mcmc.gibbs import (
 )
 from graphssl.inference.mcmc.kernels import sample_categorical_columns
 from graphssl.models.potts import PottsModel
+from graphssl.models.protocol import pairwise_conditional_logits
 
 from .conftest import BURN_IN, N_CHAINS, N_SAMPLES, VARIANTS, assert_matches_exact, random_graph
 
@@ -42,7 +43,7 @@ def test_unclamped_phase_frees_labelled_nodes(kernels, models):
 def test_greedy_coloring_is_proper():
     graph = random_graph(60, 0.15, seed=5)
     s, r = np.asarray(graph.senders), np.asarray(graph.receivers)
-    for order in ("largest_first", "natural", "jones_plassmann", "auto"):
+    for order in ("largest_first", "natural", "jones_plassmann", "igraph", "auto"):
         colors = greedy_coloring(graph, order=order)
         assert np.all(colors[s] != colors[r])
         assert colors.max() <= np.bincount(s).max()
@@ -56,7 +57,7 @@ def test_greedy_coloring_is_proper():
 def test_jones_plassmann_is_the_greedy_colouring_in_its_order(seed):
     """The round-based colouring equals the one-node-at-a-time greedy pass visiting the nodes
     in decreasing (degree, random) priority -- the same rule, computed in parallel rounds."""
-    from graphssl.inference.mcmc.gibbs import _csr
+    from graphssl.inference.coloring import undirected_csr as _csr
 
     graph = random_graph(200, 0.05, seed=seed)
     colors = greedy_coloring(graph, order="jones_plassmann", seed=seed)
@@ -98,7 +99,7 @@ def test_bucketed_table_reproduces_padded_conditionals(q):
     rows_all = np.concatenate([rows for colour in plan for rows, _ in colour])
     assert np.array_equal(np.sort(rows_all), np.arange(40))
     degree = np.bincount(np.asarray(graph.senders), minlength=40)
-    _, coupling, unary = model.pairwise_tables()
+    _, coupling, unary, _ = model.pairwise_tables()
     widths = []
     for colour in plan:
         assert len({int(colors[r]) for rows, _ in colour for r in rows}) == 1
@@ -106,7 +107,7 @@ def test_bucketed_table_reproduces_padded_conditionals(q):
             assert neighbours.shape == (max(degree[rows].max(), 1), rows.size)
             widths.append(neighbours.shape[0])
             got = bucket_logits(labels, coupling, unary, rows, neighbours).T
-            want = model.conditional_logits(labels, jnp.asarray(rows))
+            want = pairwise_conditional_logits(model, labels, jnp.asarray(rows))
             np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-12)
     assert min(widths) < model.neighbor_index.shape[1]  # some bucket is narrower than d_max
 

@@ -185,7 +185,7 @@ def enumerate_moments(model: BoltzmannMRF, chunk: int = 2**13) -> Moments:
     J = _dense_couplings(model)
     log_z, node, pair, best, best_lw = _enumerate(
         J,
-        model.unary_logits(),
+        model.pairwise_tables().unary,
         base,
         jnp.asarray(free, jnp.int32),
         n_classes=model.n_classes,
@@ -215,8 +215,8 @@ def _expected_potential(theta, template, geometry, mc: Moments, mu: Moments):
     clamped, unclamped, offset = models(template, geometry, theta)
     pair_c = 0.5 * jnp.sum(clamped.graph.weights * mc.edge_agreement)
     pair_u = 0.5 * jnp.sum(unclamped.graph.weights * mu.edge_agreement)
-    unary_c = jnp.sum(clamped.unary_logits() * mc.node_marginals)
-    unary_u = jnp.sum(unclamped.unary_logits() * mu.node_marginals)
+    unary_c = jnp.sum(clamped.pairwise_tables().unary * mc.node_marginals)
+    unary_u = jnp.sum(unclamped.pairwise_tables().unary * mu.node_marginals)
     return pair_c + unary_c - pair_u - unary_u + offset
 
 

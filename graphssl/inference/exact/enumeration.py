@@ -10,8 +10,10 @@ Paper symbols -> arguments: ``P(Y) = exp(-E(Y)) / Z`` with ``E = model.energy``;
 clamped phase ``<.>_c`` is ``model`` itself (nodes with ``model.observed`` hold
 ``model.labels``), the unclamped phase ``<.>_u`` is ``model.unclamped()``.
 
-The model is used only through the protocol of CONTRIBUTING.md: ``n_nodes``, ``n_classes``,
-``observed``, ``labels`` and ``energy(labels)``.
+The model is used only through what every model of :mod:`graphssl.models.protocol` has:
+``n_nodes``, ``n_classes``, ``observed``, ``labels`` and ``energy(labels)`` (for a pairwise
+label model that is :func:`~graphssl.models.protocol.pairwise_energy` of its tables, the law
+every sampler draws from).
 """
 
 from __future__ import annotations

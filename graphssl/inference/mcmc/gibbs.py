@@ -1,25 +1,27 @@
 """Gibbs samplers over node labels (Zhu & Ghahramani 2002, Sec. 3.2, Eq. (25)).
 
-Both kernels draw ``y_i ~ P(y_i = c | Y_{-i}) ∝ exp(logits_ic)`` with
-``logits = model.conditional_logits(labels, nodes)`` (Eq. (25): ``logits_ic = sum_{j != i,
-y_j = c} A_ij`` for the basic model, plus any field). Clamped nodes (``model.observed``) keep
-their labels; the unclamped phase of Boltzmann learning is ``model.unclamped()``.
+Both kernels draw ``y_i ~ P(y_i = c | Y_{-i}) ∝ exp(logits_ic)`` with the conditionals of the
+pairwise law (P) of :mod:`graphssl.models.protocol`, derived from ``model.pairwise_tables()``
+only (Eq. (25): ``logits_ic = h_i(c) + sum_{j != i, y_j = c} J_ij``). Clamped nodes
+(``model.observed``) keep their labels; the unclamped phase of Boltzmann learning is
+``model.unclamped()``. ``init`` and ``Kernel.check`` refuse a model whose tables are not a
+valid (symmetric) description of (P).
 
 * :func:`sequential_gibbs`: single-site updates in a fixed node order (``lax.scan``), the
   paper's scheme, exact for any model whose conditionals change after each update.
-* :func:`chromatic_gibbs`: the graph is coloured once (greedy, host side); nodes of one colour
+* :func:`chromatic_gibbs`: the graph is coloured once (:mod:`graphssl.inference.coloring`,
+  host side); nodes of one colour
   share no edge, so their conditionals are independent given the rest and a whole colour
   class is drawn at once. One step = one sweep over all colours.
 
-Chromatic layouts (``layout=``). ``"padded"`` calls ``model.conditional_logits`` on each
-colour class, i.e. gathers the model's padded neighbour table at its full width ``d_max``
-(33 on the benchmark's kNN-like graph of mean degree 18). ``"bucketed"`` (default, for models
-with ``pairwise_tables()``, e.g. :class:`~graphssl.models.potts.PottsModel`) splits each
-colour class by degree into a few buckets (:func:`degree_buckets`), each read only up to its
-own maximum degree, transposed slot-major so the per-class sums vectorise over nodes, with
-labels held as int8 during the sweep and the draw unrolled over classes
-(:func:`~graphssl.inference.mcmc.kernels.sample_categorical_columns`). Both layouts draw from the
-same conditionals (Eq. (25)); ``benchmarks/bench_samplers.py`` compares their speed.
+Chromatic layouts (``layout=``). ``"padded"`` computes the conditionals of each colour class
+from the tables at their full width ``d_max`` (33 on the benchmark's kNN-like graph of mean
+degree 18). ``"bucketed"`` (default on CPU) splits each colour class by degree into a few
+buckets (:func:`degree_buckets`), each read only up to its own maximum degree, transposed
+slot-major so the per-class sums vectorise over nodes, with labels held as int8 during the
+sweep and the draw unrolled over classes
+(:func:`~graphssl.inference.mcmc.kernels.sample_categorical_columns`). Both layouts draw from
+the same conditionals (Eq. (25)); ``benchmarks/bench_samplers.py`` compares their speed.
 """
 
 from __future__ import annotations
@@ -31,11 +33,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from graphssl.inference.coloring import (
+    check_coloring,
+    color_classes,
+    greedy_coloring,
+    undirected_csr,
+)
 from graphssl.inference.mcmc.kernels import (
     Kernel,
     label_init,
+    pairwise_check,
+    pairwise_init,
     sample_categorical,
     sample_categorical_columns,
+)
+from graphssl.models.protocol import (
+    conditional_logits_from_tables,
+    is_traced,
+    pairwise_tables,
 )
 
 __all__ = [
@@ -48,142 +63,39 @@ __all__ = [
 LAYOUTS = ("auto", "bucketed", "padded")
 
 
-def _csr(graph) -> tuple[np.ndarray, np.ndarray]:
-    """Undirected neighbour lists (CSR ``indptr, indices``; each neighbour once, sorted, no
-    self-loops): colour the undirected version so that both directions of an interaction
-    separate nodes. scipy's COO -> CSR conversion is linear in the edges (no comparison sort
-    over them), which matters at 10^7 nodes."""
-    import scipy.sparse as sp
-
-    n = graph.n_nodes
-    senders = np.asarray(graph.senders)
-    receivers = np.asarray(graph.receivers)
-    keep = senders != receivers
-    s, r = senders[keep], receivers[keep]
-    A = sp.coo_matrix((np.ones(s.size, dtype=bool), (s, r)), shape=(n, n)).tocsr()
-    A = (A + A.T).tocsr()
-    A.sort_indices()
-    return A.indptr.astype(np.int64), A.indices.astype(np.int64)
-
-
-_JP_MIN_NODES = 200_000
-
-
-def greedy_coloring(graph, order: str = "auto", seed: int = 0) -> np.ndarray:
-    """Greedy proper colouring ``int32[n]`` (adjacent nodes get different colours).
-
-    Args:
-      graph: a ``graphssl.graph.Graph`` holding every interaction of the model.
-      order: ``"largest_first"`` (Welsh–Powell: fewer colours; a host loop over the nodes,
-        ~3 us a node at mean degree 18), ``"natural"``, ``"jones_plassmann"`` (the same
-        greedy rule in the order degree-then-random, computed in rounds of vectorised NumPy:
-        a node takes the smallest colour free among its neighbours once every neighbour
-        ahead of it in the order has one -- the colouring that the sequential greedy pass
-        in that order gives, for graphs of maximum degree < 64) or ``"auto"``
-        (largest_first below 2*10^5 nodes, jones_plassmann above when the maximum degree
-        allows).
-      seed: tie-breaking seed of ``"jones_plassmann"``.
-    Uses at most ``max_degree + 1`` colours.
-    """
-    if order not in ("auto", "largest_first", "natural", "jones_plassmann"):
-        raise ValueError(f"order must be 'auto', 'largest_first', 'natural' or "
-                         f"'jones_plassmann', got {order!r}")
-    indptr, nbrs = _csr(graph)
-    n = graph.n_nodes
-    degree = np.diff(indptr)
-    max_degree = int(degree.max()) if n else 0
-    if order == "auto":
-        order = "jones_plassmann" if n >= _JP_MIN_NODES and max_degree < 64 else "largest_first"
-    if order == "jones_plassmann":
-        if max_degree >= 64:
-            raise ValueError("order: 'jones_plassmann' needs a maximum degree < 64 (colours "
-                             "are kept as bits of one word); use 'largest_first'")
-        return _jones_plassmann(indptr, nbrs, degree, seed)
-    visit = np.argsort(-degree, kind="stable") if order == "largest_first" else np.arange(n)
-    colors = np.full(n, -1, dtype=np.int64)
-    indptr_l, nbrs_l = indptr.tolist(), nbrs.tolist()
-    colors_l = colors.tolist()
-    for node in visit.tolist():
-        used = {colors_l[j] for j in nbrs_l[indptr_l[node] : indptr_l[node + 1]]}
-        c = 0
-        while c in used:
-            c += 1
-        colors_l[node] = c
-    return np.asarray(colors_l, dtype=np.int32)
-
-
-def _rows(indptr, nodes):
-    """Positions in the CSR arrays of the neighbour lists of ``nodes`` and each one's owner."""
-    starts, lengths = indptr[nodes], np.diff(indptr)[nodes]
-    owner = np.repeat(np.arange(nodes.size), lengths)
-    positions = np.arange(owner.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return starts[owner] + positions, owner, lengths
-
-
-def _jones_plassmann(indptr, nbrs, degree, seed):
-    """Greedy colouring in rounds: priority = (degree, random); a node whose higher-priority
-    neighbours are all coloured takes the smallest colour none of its neighbours holds."""
-    n = degree.size
-    priority = np.argsort(np.lexsort((np.random.default_rng(seed).random(n), degree)))
-    src = np.repeat(np.arange(n), degree)
-    waiting = np.bincount(src[priority[nbrs] > priority[src]], minlength=n)
-    colors = np.full(n, -1, dtype=np.int64)
-    ready = np.flatnonzero(waiting == 0)
-    while ready.size:
-        pos, owner, lengths = _rows(indptr, ready)
-        nb = nbrs[pos]
-        nc = colors[nb]
-        bits = np.where(nc >= 0, np.left_shift(np.uint64(1), np.maximum(nc, 0).astype(
-            np.uint64)), np.uint64(0))
-        used = np.zeros(ready.size, dtype=np.uint64)
-        np.bitwise_or.at(used, owner, bits)
-        free = ~used & (used + np.uint64(1))  # lowest zero bit
-        colors[ready] = np.log2(free.astype(np.float64)).astype(np.int64)
-        later = priority[nb] < priority[ready[owner]]
-        waiting -= np.bincount(nb[later], minlength=n)
-        waiting[ready] = -1  # coloured: never ready again
-        ready = np.flatnonzero(waiting == 0)
-    return colors.astype(np.int32)
-
-
-def color_classes(colors: np.ndarray) -> list[np.ndarray]:
-    """Node indices of each colour, ``[int32[n_c] for c in colours]`` (sorted)."""
-    colors = np.asarray(colors)
-    return [np.flatnonzero(colors == c).astype(np.int32) for c in range(int(colors.max()) + 1)]
-
-
-def _update(model, key, labels, nodes):
-    logits = model.conditional_logits(labels, nodes)
+def _update(tables, observed, key, labels, nodes):
+    """Draw ``nodes`` (no two interacting) from their conditionals; clamped nodes kept."""
+    logits = conditional_logits_from_tables(tables, labels, nodes)
     draw = sample_categorical(key, logits).astype(labels.dtype)
-    observed = jnp.asarray(model.observed, dtype=bool)[nodes]
-    new = jnp.where(observed, labels[nodes], draw)
+    new = jnp.where(observed[nodes], labels[nodes], draw)
     return labels.at[nodes].set(new, indices_are_sorted=True, unique_indices=True)
+
+
+def _sequential_step(order, model, key, state):
+    tables = pairwise_tables(model)  # once per sweep, outside the node loop
+    observed = jnp.asarray(model.observed, dtype=bool)
+    idx = (jnp.arange(model.n_nodes, dtype=jnp.int32) if order is None
+           else jnp.asarray(order, dtype=jnp.int32))
+    keys = jax.random.split(key, idx.shape[0])
+
+    def body(labels, xs):
+        node, k = xs
+        return _update(tables, observed, k, labels, node[None]), None
+
+    labels, _ = jax.lax.scan(body, state.labels, (idx, keys))
+    return state._replace(labels=labels), {}
 
 
 def sequential_gibbs(order: np.ndarray | None = None) -> Kernel:
     """Single-site Gibbs, one sweep per step in ``order`` (default ``0..n-1``), Eq. (25).
 
     Each node's conditional is recomputed after every single update (``lax.scan`` over the
-    nodes), so it is exact for any model; cost per sweep is ``n`` calls of
-    ``conditional_logits`` on one node.
+    nodes), so it is exact for any pairwise model; cost per sweep is ``n`` single-node
+    conditionals from the tables.
     """
-
-    def step(model, key, state):
-        idx = (
-            jnp.arange(model.n_nodes, dtype=jnp.int32)
-            if order is None
-            else jnp.asarray(order, dtype=jnp.int32)
-        )
-        keys = jax.random.split(key, idx.shape[0])
-
-        def body(labels, xs):
-            node, k = xs
-            return _update(model, k, labels, node[None]), None
-
-        labels, _ = jax.lax.scan(body, state.labels, (idx, keys))
-        return state._replace(labels=labels), {}
-
-    return Kernel(label_init, step)
+    order = None if order is None else np.asarray(order, dtype=np.int32)
+    step = jax.tree_util.Partial(_sequential_step, order)
+    return Kernel(pairwise_init, step, None, pairwise_check)
 
 
 def degree_buckets(
@@ -269,14 +181,15 @@ def _own_tables(model, token):
 
 
 def _chromatic_prepare(tables, model, *, token):
-    """Gather the couplings and fields into each bucket's class-major layout once per run
-    (:func:`_bucket_layout`), instead of once per sweep."""
+    """Once per run instead of once per sweep: the padded layout computes the model's tables;
+    the bucketed one gathers couplings and fields into each bucket's class-major layout
+    (:func:`_bucket_layout`)."""
     plan, _ = tables
-    if plan is None or not hasattr(model, "pairwise_tables"):
-        return model
-    _, coupling, unary = model.pairwise_tables()
+    t = pairwise_tables(model)
+    if plan is None:
+        return PreparedModel(model, t, token)
     observed = jnp.asarray(model.observed, dtype=bool)
-    gathered = [(*_bucket_layout(coupling, unary, rows, neighbours), observed[rows])
+    gathered = [(*_bucket_layout(t.coupling, t.unary, rows, neighbours), observed[rows])
                 for colour in plan for rows, neighbours in colour]
     return PreparedModel(model, gathered, token)
 
@@ -296,7 +209,7 @@ def _bucket_logits_t(labels, weight_t, unary_t, neighbours) -> jax.Array:
 
 
 def _bucketed_sweep(model, key, labels, plan, d_max, token=None):
-    _, coupling, unary = model.pairwise_tables()
+    _, coupling, unary, _ = pairwise_tables(model)
     if coupling.shape[1] != d_max:
         raise ValueError(
             f"graph: the model's neighbour table has width {coupling.shape[1]} but the graph "
@@ -323,17 +236,20 @@ def _bucketed_sweep(model, key, labels, plan, d_max, token=None):
     return lab.astype(labels.dtype)
 
 
-def _check_same_table(model, index: np.ndarray) -> None:
-    """The bucketed layout reads the model's couplings in the kernel graph's slot order."""
-    model_index = model.pairwise_tables()[0]
-    if isinstance(model_index, jax.core.Tracer):
-        return
-    if not np.array_equal(np.asarray(model_index), index):
+def _chromatic_check(colors, index, model) -> None:
+    """``Kernel.check`` of :func:`chromatic_gibbs`: valid tables (:func:`pairwise_check`),
+    a colouring that separates every coupled pair of the model, and (bucketed layout,
+    ``index`` given) the model's table in the kernel graph's slot order."""
+    pairwise_check(model)
+    t = pairwise_tables(model)
+    model_index = np.asarray(t.neighbor_index)
+    if index is not None and not np.array_equal(model_index, index):
         raise ValueError(
             "graph: the model's neighbour table differs from that of the graph given to "
             "chromatic_gibbs; build the kernel from the model's own graph "
             "(chromatic_gibbs(model.graph)) or pass layout='padded'"
         )
+    check_coloring(colors, model_index, t.coupling)
 
 
 def chromatic_gibbs(
@@ -343,18 +259,20 @@ def chromatic_gibbs(
 
     Args:
       graph: the interaction graph (every pair with a coupling must be an edge), coloured once
-        by :func:`greedy_coloring` unless ``colors`` (a proper colouring, ``int[n]``) is given.
-        Use the model's own graph (``model.graph``).
-      layout: ``"bucketed"``: degree buckets of :func:`degree_buckets` read through
-        ``model.pairwise_tables()`` when the model has it (else as ``"padded"``);
-        ``"padded"``: ``model.conditional_logits`` per colour class (any protocol model);
+        by :func:`~graphssl.inference.coloring.greedy_coloring` unless ``colors`` (a proper
+        colouring, ``int[n]``) is given. Use the model's own graph (``model.graph``).
+      layout: ``"bucketed"``: degree buckets of :func:`degree_buckets` read from
+        ``model.pairwise_tables()`` (the model's table must be ``graph``'s);
+        ``"padded"``: the conditionals of each colour class from the full-width tables;
         ``"auto"`` (default): bucketed on a CPU (2.5x the padded rate at N = 10^5, q = 10),
         padded on an accelerator (there the per-bucket launches cost more than the padding
         saves: 1.2e9 vs 0.42e9 updates/s at N = 10^7, q = 10 on an H100,
         ``benchmarks/results/bench_samplers_gpu.json``).
       n_buckets: degree buckets per colour class (bucketed layout; 6: 2.05-2.11e7 vs 4:
         1.88e7 updates/s at N = 10^5, q = 10 on 2 CPU cores, same run).
-    Exact for pairwise models: nodes of one colour are conditionally independent.
+    Exact for pairwise models: nodes of one colour are conditionally independent. ``init``
+    (when not traced) and ``Kernel.check`` refuse a model whose coupled pairs the colouring
+    does not separate, or whose tables are invalid (:func:`_chromatic_check`).
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
@@ -365,17 +283,18 @@ def chromatic_gibbs(
     colors = np.asarray(colors)
     if colors.shape != (graph.n_nodes,):
         raise ValueError(f"colors must have shape ({graph.n_nodes},), got {colors.shape}")
-    indptr, nbrs = _csr(graph)
+    indptr, nbrs = undirected_csr(graph)
     if np.any(colors[np.repeat(np.arange(graph.n_nodes), np.diff(indptr))] == colors[nbrs]):
         raise ValueError("colors is not a proper colouring of graph; pass colors=None")
     classes = [jnp.asarray(c) for c in color_classes(colors) if c.size]
     plan = degree_buckets(graph, colors, n_buckets) if layout == "bucketed" else None
     index = np.asarray(graph.padded_neighbors()[0]) if plan is not None else None
     d_max = index.shape[1] if plan is not None else 0
+    check = functools.partial(_chromatic_check, colors, index)
 
     def init(model, key, labels=None):
-        if plan is not None and hasattr(model, "pairwise_tables"):
-            _check_same_table(model, index)
+        if not is_traced(model):
+            check(model)
         return label_init(model, key, labels)
 
     # the tables are the step's bound arguments (pytree leaves), not constants of the program
@@ -385,9 +304,8 @@ def chromatic_gibbs(
     token = next(_TOKENS)
     step = jax.tree_util.Partial(functools.partial(_chromatic_step, d_max=d_max, token=token),
                                  tables)
-    prepare = (jax.tree_util.Partial(functools.partial(_chromatic_prepare, token=token), tables)
-               if plan is not None else None)
-    return Kernel(init, step, prepare)
+    prepare = jax.tree_util.Partial(functools.partial(_chromatic_prepare, token=token), tables)
+    return Kernel(init, step, prepare, check)
 
 
 _TOKENS = itertools.count()
@@ -395,10 +313,13 @@ _TOKENS = itertools.count()
 
 def _chromatic_step(tables, model, key, state, *, d_max, token):
     plan, classes = tables
-    if plan is not None and hasattr(model, "pairwise_tables"):
+    if plan is not None:
         labels = _bucketed_sweep(model, key, state.labels, plan, d_max, token)
         return state._replace(labels=labels), {}
+    t = _own_tables(model, token)
+    t = pairwise_tables(model) if t is None else t
+    observed = jnp.asarray(model.observed, dtype=bool)
     labels = state.labels
     for nodes, k in zip(classes, jax.random.split(key, len(classes)), strict=False):
-        labels = _update(model, k, labels, nodes)
+        labels = _update(t, observed, k, labels, nodes)
     return state._replace(labels=labels), {}

@@ -39,6 +39,8 @@ __all__ = [
     "merge_kernel",
     "prepared",
     "split_kernel",
+    "check_model",
+    "pairwise_check",
 ]
 
 
@@ -49,11 +51,47 @@ class Kernel(NamedTuple):
     many steps on the same model (e.g. gather the couplings into the kernel's layout);
     ``model'`` still satisfies the model protocol, and ``step(model', ...)`` makes the same
     transition as ``step(model, ...)``. ``sample_chains`` calls it once per compiled run.
+
+    ``check`` (optional): ``check(model) -> None``, host-side validation of a concrete model
+    (raises ``ValueError`` naming the fix, e.g. an asymmetric pairwise table); drivers call
+    it once before compiling (:func:`check_model`), ``init`` calls it when not traced.
     """
 
     init: Callable[..., Any]
     step: Callable[..., tuple[Any, dict]]
     prepare: Callable[[Any], Any] | None = None
+    check: Callable[[Any], None] | None = None
+
+
+def check_model(kernel, model) -> None:
+    """Run ``kernel.check(model)`` (if the kernel has one) unless the model is traced."""
+    from graphssl.models.protocol import is_traced
+
+    if kernel.check is not None and not is_traced(model):
+        kernel.check(model)
+
+
+def pairwise_check(model) -> None:
+    """``check`` of the generic pairwise kernels: the model has ``pairwise_tables()`` and
+    they describe law (P) (:func:`graphssl.models.protocol.check_pairwise_tables`)."""
+    from graphssl.models.protocol import PairwiseLabelModel, check_pairwise_tables
+
+    if not isinstance(model, PairwiseLabelModel):
+        raise ValueError(
+            f"model: {type(model).__name__} has no pairwise_tables(); the generic Gibbs, "
+            "Swendsen-Wang and ICM code samples pairwise label models only "
+            "(graphssl.models.protocol.PairwiseLabelModel); use the model's own kernels")
+    check_pairwise_tables(model)
+
+
+def pairwise_init(model, key: jax.Array, labels: jax.Array | None = None) -> LabelState:
+    """``init`` of the generic pairwise kernels: :func:`pairwise_check` when the model is
+    concrete, then :func:`label_init`."""
+    from graphssl.models.protocol import is_traced
+
+    if not is_traced(model):
+        pairwise_check(model)
+    return label_init(model, key, labels)
 
 
 def prepared(kernel, model):
@@ -170,7 +208,14 @@ def compose(*kernels: Kernel) -> Kernel:
     steps = tuple(kernel.step for kernel in kernels)
     prepares = tuple(kernel.prepare for kernel in kernels if kernel.prepare is not None)
     prepare = jax.tree_util.Partial(_compose_prepare, prepares) if prepares else None
-    return Kernel(kernels[0].init, jax.tree_util.Partial(_compose_step, steps), prepare)
+    checks = tuple(dict.fromkeys(k.check for k in kernels if k.check is not None))
+    check = jax.tree_util.Partial(_compose_check, checks) if checks else None
+    return Kernel(kernels[0].init, jax.tree_util.Partial(_compose_step, steps), prepare, check)
+
+
+def _compose_check(checks, model):
+    for check in checks:
+        check(model)
 
 
 def _compose_prepare(prepares, model):

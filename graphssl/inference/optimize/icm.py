@@ -3,7 +3,9 @@
 Walder computes the MAP estimate by keeping "the most likely state visited by the Markov
 chain, as a starting point for a final refinement by sequentially optimizing each of the
 conditional distributions used for Gibbs sampling". Here each unclamped node in turn takes
-``argmax_c conditional_logits(labels, i)_c`` (keeping its current label on ties), sweeping
+``argmax_c logits_i(c)`` of its conditional
+(:func:`graphssl.models.protocol.pairwise_conditional_logits`, from
+``model.pairwise_tables()``; keeping its current label on ties), sweeping
 until a full sweep changes nothing. Every change strictly lowers the energy, so it stops at a
 local minimum (no single-site change helps). With ``graph`` given, the nodes of one colour
 class are set at once (they share no edge: same fixed points, parallel sweeps).
@@ -20,8 +22,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from graphssl.inference.mcmc.gibbs import color_classes, greedy_coloring
-from graphssl.inference.mcmc.kernels import clamp
+from graphssl.inference.coloring import check_coloring, color_classes, greedy_coloring
+from graphssl.inference.mcmc.kernels import clamp, pairwise_check
+from graphssl.models.protocol import (
+    conditional_logits_from_tables,
+    is_traced,
+    pairwise_tables,
+)
 
 __all__ = ["ICMInfo", "iterated_conditional_modes"]
 
@@ -37,8 +44,8 @@ class ICMInfo(NamedTuple):
     energy: jax.Array
 
 
-def _best(model, labels, nodes):
-    logits = model.conditional_logits(labels, nodes)
+def _best(model, tables, labels, nodes):
+    logits = conditional_logits_from_tables(tables, labels, nodes)
     current = labels[nodes]
     keep = jnp.take_along_axis(logits, current[:, None], axis=1)[:, 0] >= jnp.max(logits, 1)
     proposal = jnp.where(keep, current, jnp.argmax(logits, axis=1).astype(labels.dtype))
@@ -47,8 +54,10 @@ def _best(model, labels, nodes):
 
 
 def _sequential_sweep(model, labels):
+    tables = pairwise_tables(model)
+
     def body(y, i):
-        return y.at[i].set(_best(model, y, i[None])[0]), None
+        return y.at[i].set(_best(model, tables, y, i[None])[0]), None
 
     nodes = jnp.arange(model.n_nodes, dtype=jnp.int32)
     return jax.lax.scan(body, labels, nodes)[0]
@@ -56,8 +65,10 @@ def _sequential_sweep(model, labels):
 
 def _chromatic_sweep(classes):
     def sweep(model, labels):
+        tables = pairwise_tables(model)
         for nodes in classes:
-            labels = labels.at[nodes].set(_best(model, labels, nodes), unique_indices=True)
+            labels = labels.at[nodes].set(_best(model, tables, labels, nodes),
+                                          unique_indices=True)
         return labels
 
     return sweep
@@ -69,7 +80,7 @@ def iterated_conditional_modes(
     """Refine ``labels`` (e.g. ``samples.map_labels``) to a local energy minimum.
 
     Args:
-      model: protocol model (``conditional_logits``, ``energy``, ``observed``).
+      model: a pairwise label model (:mod:`graphssl.models.protocol`; checked).
       labels: ``int[n]`` start; clamped nodes are reset to their observed labels.
       max_sweeps: at most this many sweeps (``info.converged`` False if hit).
       graph: optional interaction graph; if given, sweeps update colour classes in parallel.
@@ -77,15 +88,18 @@ def iterated_conditional_modes(
     """
     if int(max_sweeps) < 1:
         raise ValueError(f"max_sweeps must be a positive integer, got {max_sweeps}")
+    pairwise_check(model)
     labels = jnp.asarray(labels, dtype=jnp.int32)
     if labels.shape != (model.n_nodes,):
         raise ValueError(f"labels must have shape ({model.n_nodes},), got {labels.shape}")
     if graph is None:
         sweep = _sequential_sweep
     else:
-        sweep = _chromatic_sweep(
-            [jnp.asarray(c) for c in color_classes(greedy_coloring(graph)) if np.size(c)]
-        )
+        colors = greedy_coloring(graph)
+        t = pairwise_tables(model)
+        if not is_traced(t.neighbor_index):
+            check_coloring(colors, t.neighbor_index, t.coupling)
+        sweep = _chromatic_sweep([jnp.asarray(c) for c in color_classes(colors) if np.size(c)])
     return _run(model, clamp(model, labels), int(max_sweeps), sweep)
 
 

@@ -6,10 +6,19 @@ The product distribution ``Phi(s) = prod_i phi_i(s_i)`` (Eq. 14) that minimises
     phi_i(s) = exp(h_i(s)) / Z_i,      Z_i = sum_s exp(h_i(s)),
     h_i(s)   = u_i(s) + sum_j J_ij phi_j(s),
 
-where, for :class:`graphssl.models.potts.PottsModel`, ``u = beta theta``
-(``model.unary_logits()``) and ``J = beta W`` (``model.coupling_graph()``), so
-``h_i(s) = beta (theta_{i,s} + sum_j W_ij phi_j(s))`` is Eq. 16 verbatim. On a directed
-(row-normalised, Eq. 9) graph the sum runs over the out-edges ``i -> j`` as in the paper.
+where ``u`` and ``J`` come from the model's pairwise tables (:mod:`graphssl.models.protocol`):
+``u = tables.unary`` (``beta theta`` for :class:`graphssl.models.potts.PottsModel`) and
+``J = tables.coupling`` (``beta W``), so ``h_i(s) = beta (theta_{i,s} + sum_j W_ij phi_j(s))``
+is Eq. 16 verbatim.
+
+Directed W. The paper's W is row-normalised (Eq. 9), hence directed, and Eq. 16 sums
+``W_ij phi_j`` along the out-edges ``i -> j``; on a directed W that is no variational mean
+field of any energy, but it is the paper's algorithm (and Eqs. 18-20, labelled nodes keep
+their labels, rest on rows summing to 1). The sampling law of such a model uses the
+symmetrised ``(W_ij + W_ji) / 2`` (``PottsModel.create``); the directed W stays a separate,
+documented input of this optimiser: ``tables.directed_coupling`` (kept by the model when it
+was built from a directed W), used when ``couplings="directed"`` (the default) and present;
+``couplings="symmetric"`` solves the mean field of the sampling law instead.
 
 Paper symbols -> names: ``h`` -> ``fields`` ``[n, q]``, ``phi`` -> ``marginals`` ``[n, q]``,
 ``epsilon`` -> ``tol``, ``t_max`` -> ``max_iter``, ``delta`` (the change of the fields over
@@ -67,6 +76,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
+from graphssl.models.protocol import pairwise_tables
+
 __all__ = [
     "locality_order",
     "MeanFieldInfo",
@@ -76,6 +87,7 @@ __all__ = [
     "mean_field_fields",
     "mean_field_labels",
     "mean_field_residual",
+    "mean_field_tables",
     "naive_mean_field",
     "solve_mean_field",
 ]
@@ -241,21 +253,13 @@ def mean_field_coloring(neighbor_index) -> np.ndarray:
     """Colour classes for ``order="chromatic"``: ``int32[n]`` colours such that no node reads
     (through ``neighbor_index``, in either direction) a node of its own colour.
 
-    Greedy colouring (:func:`graphssl.inference.mcmc.gibbs.greedy_coloring`) of the undirected
-    structure of the padded table (padding slots hold the node itself and are skipped). A
-    one-off host cost (about 7 s at N = 10^6, d = 19 on one CPU core); pass the result as
+    :func:`graphssl.inference.coloring.table_coloring` of the padded table (padding slots
+    hold the node itself and are skipped). A one-off host cost; pass the result as
     ``colors`` to reuse it.
     """
-    from graphssl.graph import Graph
-    from graphssl.inference.mcmc.gibbs import greedy_coloring
+    from graphssl.inference.coloring import table_coloring
 
-    index = np.asarray(neighbor_index)
-    n, d = index.shape
-    senders = np.repeat(np.arange(n, dtype=np.int32), d)
-    receivers = index.reshape(-1).astype(np.int32)
-    keep = senders != receivers
-    structure = Graph(senders[keep], receivers[keep], np.ones(int(keep.sum()), np.float32), n)
-    return greedy_coloring(structure)
+    return table_coloring(neighbor_index)
 
 
 @partial(jax.jit, static_argnames=("bounds", "max_iter"))
@@ -368,18 +372,29 @@ def _color_ranges(neighbor_index, colors, n):
     return perm, bounds
 
 
-def _model_arrays(model):
-    coupling = model.coupling_graph()
-    index, weight = coupling.padded_neighbors()
-    return model.unary_logits(), index, weight
+COUPLINGS = ("directed", "symmetric")
 
 
-def naive_mean_field(model, init=None, options: MeanFieldOptions | None = None, colors=None):
-    """Naive mean field of a Potts-family model (Eqs. 15-16, Alg. 3.1 of Bergamim & Breve).
+def mean_field_tables(model, couplings: str = "directed"):
+    """``(u, neighbor_index, J)`` that Eq. 16 reads, from ``model.pairwise_tables()``:
+    ``J = tables.directed_coupling`` when ``couplings="directed"`` and the model kept a
+    directed W (Bergamim & Breve's row-normalised Eq. 9), else ``tables.coupling`` (the
+    symmetric couplings of the sampling law)."""
+    if couplings not in COUPLINGS:
+        raise ValueError(f"couplings: use one of {COUPLINGS}, got {couplings!r}")
+    t = pairwise_tables(model)
+    use_directed = couplings == "directed" and t.directed_coupling is not None
+    return t.unary, t.neighbor_index, t.directed_coupling if use_directed else t.coupling
 
-    The model is used through the protocol only: ``unary_logits()`` (``u = beta theta``),
-    ``coupling_graph()`` (``J = beta W``, both directions stored for a symmetric W, out-edges
-    for a row-normalised one), ``observed`` and ``labels`` (hard clamping).
+
+def naive_mean_field(model, init=None, options: MeanFieldOptions | None = None, colors=None,
+                     *, couplings: str = "directed"):
+    """Naive mean field of a pairwise label model (Eqs. 15-16, Alg. 3.1 of Bergamim & Breve).
+
+    The model is used through its pairwise tables only (:func:`mean_field_tables`):
+    ``unary`` (``u = beta theta``), ``coupling`` (``J = beta W``) or, for a model built from
+    a directed W, ``directed_coupling`` (out-edges of the row-normalised W, as in the paper),
+    plus ``observed`` and ``labels`` (hard clamping).
 
     Args:
       model: e.g. :class:`graphssl.models.potts.PottsModel`.
@@ -389,6 +404,8 @@ def naive_mean_field(model, init=None, options: MeanFieldOptions | None = None, 
         max_iter 10^4).
       colors: node colouring reused by ``order="chromatic"`` (see
         :func:`mean_field_coloring`); None computes it.
+      couplings: ``"directed"`` (default: the directed W where the model kept one, the
+        paper's Eq. 16) or ``"symmetric"`` (the couplings of the sampling law).
     Returns:
       ``(MeanFieldSolution, MeanFieldInfo)``: marginals phi, log-marginals, fields h; and
       iterations, residual ``max |Delta h|``, converged.
@@ -396,15 +413,15 @@ def naive_mean_field(model, init=None, options: MeanFieldOptions | None = None, 
     options = MeanFieldOptions() if options is None else options
     if isinstance(init, MeanFieldSolution):
         init = init.fields
-    unary, index, weight = _model_arrays(model)
+    unary, index, weight = mean_field_tables(model, couplings)
     return solve_mean_field(unary, index, weight, model.observed, model.labels, init, options,
                             colors)
 
 
-def mean_field_residual(model, marginals):
+def mean_field_residual(model, marginals, *, couplings: str = "directed"):
     """``max_{i free, s} |phi_i(s) - softmax(h(phi))_i(s)|``: how far ``marginals`` are from
     solving Eqs. 15-16 (0 at an exact fixed point). Clamped nodes are skipped."""
-    unary, index, weight = _model_arrays(model)
+    unary, index, weight = mean_field_tables(model, couplings)
     fields = mean_field_fields(jnp.asarray(marginals), unary, index, weight)
     phi = jax.nn.softmax(fields, axis=-1)
     free = ~jnp.asarray(model.observed)[:, None]
@@ -423,7 +440,8 @@ def mean_field_labels(solution: MeanFieldSolution, unary=None, *, rtol: float | 
 
     Args:
       solution: a :class:`MeanFieldSolution`.
-      unary: ``u = beta theta`` [n, q] (``model.unary_logits()``); None = plain argmax.
+      unary: ``u = beta theta`` [n, q] (``model.pairwise_tables().unary``); None = plain
+        argmax.
       rtol: relative tie tolerance; default ``64 * eps`` of the dtype.
     Returns:
       int32[n].
