@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphssl.inference.mcmc import checkpoint as ckpt
-from graphssl.inference.mcmc.kernels import merge_kernel, prepared, split_kernel
+from graphssl.inference.mcmc.kernels import check_model, merge_kernel, prepared, split_kernel
 
 __all__ = ["Samples", "sample_chains", "label_energy", "label_marginals", "storage_dtype"]
 
@@ -278,6 +278,7 @@ def sample_chains(
     """
     energy_fn = label_energy if energy is None else energy
     _check_run_args(n_chains, n_samples, burn_in, thin)
+    check_model(kernel, model)  # host-side: e.g. an asymmetric pairwise table -> ValueError
     dtype = storage_dtype(model.n_classes)
     n_total = resume.chain_keys.shape[0] if resume is not None else n_chains
     method = _chain_method(chain_method, n_total)
