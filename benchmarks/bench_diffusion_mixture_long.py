@@ -29,6 +29,7 @@ import time
 
 import jax
 import numpy as np
+from _portable import portable
 from bench_diffusion_mixture import (
     RESULTS,
     Diffusions,
@@ -110,7 +111,7 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=str(RESULTS / "bench_diffusion_mixture_long.json"))
     args = p.parse_args()
-    out = dict(device=str(jax.devices()[0]), settings=vars(args), records=[], summary={})
+    out = dict(device=str(jax.devices()[0]), settings=portable(vars(args)), records=[], summary={})
     key = jax.random.PRNGKey(args.seed)
     for name in args.datasets.split(","):
         key, sub = jax.random.split(key)

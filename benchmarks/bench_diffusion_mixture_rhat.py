@@ -42,6 +42,7 @@ import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
+from _portable import portable
 from bench_diffusion_mixture import RESULTS, Diffusions, load, split_run
 
 from graphssl import diagnostics
@@ -137,7 +138,7 @@ def main():
     model, parzen = split_run(Diffusions(X), y, splits[10][0], np.full(2, 0.5), 10, 5.0,
                               args.gamma)
     test = ~np.asarray(model.observed)
-    out = dict(device=str(jax.devices()[0]), settings=vars(args),
+    out = dict(device=str(jax.devices()[0]), settings=portable(vars(args)),
                parzen_accuracy=float(np.mean(parzen[test] == y[test])), runs=[])
     for moves in args.moves:
         counts = tuple(int(v) for v in moves.split(","))

@@ -36,6 +36,7 @@ import time
 
 import jax
 import numpy as np
+from _portable import portable
 from bench_diffusion_mixture import RESULTS, accuracy, load, peers
 
 from graphssl.inference.diffusion_mixture.selection import K_GRID, TAU_GRID, fit_grid
@@ -116,7 +117,7 @@ def main():
     print(text)
     out = dict(device=str(jax.devices()[0]), platform=platform.platform(),
                versions={"jax": jax.__version__, "numpy": np.__version__},
-               settings=vars(args), k_grid=list(K_GRID), tau_grid=list(TAU_GRID),
+               settings=portable(vars(args)), k_grid=list(K_GRID), tau_grid=list(TAU_GRID),
                loadavg=os.getloadavg(), wall_seconds=time.perf_counter() - start,
                records=records, table=text)
     pathlib.Path(args.out).write_text(json.dumps(out, indent=1))

@@ -111,6 +111,8 @@ def main():
     import numpy as np
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from _portable import portable
+
     from graphssl.graph import knn_graph, knn_search, sigma_kth_neighbor
     from graphssl.inference.harmonic_mixture.fit import (
         _compiled_backbone,
@@ -129,7 +131,8 @@ def main():
     from graphssl.models.harmonic_mixture import log_responsibilities
 
     dtype = np.float64 if args.float64 else np.float32
-    record = {"args": vars(args), "device": str(jax.devices()[0]), "cpu_count": os.cpu_count(),
+    record = {"args": portable(vars(args)), "device": str(jax.devices()[0]),
+              "cpu_count": os.cpu_count(),
               "platform": platform.platform(), "jax": jax.__version__,
               "load_at_start": os.getloadavg()}
     timed = Stages()

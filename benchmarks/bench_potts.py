@@ -42,6 +42,7 @@ import warnings
 
 import jax  # noqa: E402
 import numpy as np
+from _portable import portable  # noqa: E402
 
 from graphssl.graph import row_normalize  # noqa: E402
 from graphssl.inference.optimize.baselines import harmonic_function, lgc  # noqa: E402
@@ -380,7 +381,7 @@ def main():
     out = RESULTS / f"bench_potts_{args.run}{args.tag}.json"
     meta = {"device": jax.devices()[0].device_kind, "backend": jax.default_backend(),
             "platform": platform.platform(), "cpu_count": os.cpu_count(),
-            "jax": jax.__version__, "args": vars(args)}
+            "jax": jax.__version__, "args": portable(vars(args))}
 
     def save(records):  # after every data set, so a long run leaves partial results
         out.write_text(json.dumps({"meta": meta, "records": records}, indent=1))

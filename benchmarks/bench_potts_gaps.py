@@ -34,6 +34,7 @@ import time
 import warnings
 
 import numpy as np
+from _portable import portable  # noqa: E402
 from bench_potts import DATA, RESULTS, load_set, load_splits  # noqa: E402 (script dir)
 from scipy.optimize import newton
 
@@ -174,7 +175,7 @@ def main():
     records = []
     for name in args.sets:
         records.append(run_set(name, args))
-        out.write_text(json.dumps({"args": vars(args), "records": records}, indent=1))
+        out.write_text(json.dumps({"args": portable(vars(args)), "records": records}, indent=1))
     print(f"wrote {out}")
 
 

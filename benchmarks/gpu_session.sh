@@ -106,9 +106,10 @@ case $part in
   7)  # issue 6's R-hat on Digit1 with the fused sweep: each call continues the chains saved in
       # /tmp/gpu_state by the previous call (the machine stays warm 30 s between calls; a fresh
       # machine starts the chains again, which the JSON's "resumed" field shows)
-    mkdir -p /tmp/gpu_state
+    state=${STATE_DIR:-/tmp/gpu_state}
+    mkdir -p "$state"
     run rhat 560 benchmarks/bench_diffusion_mixture_rhat.py --iterations 100000 --burn-in 1000 \
-      --thin 100 --moves "${RHAT_MOVES:-1,1,0}" --engine auto --state /tmp/gpu_state/rhat \
+      --thin 100 --moves "${RHAT_MOVES:-1,1,0}" --engine auto --state "$state"/rhat \
       --out benchmarks/results/bench_diffusion_mixture_rhat_gpu.json
     ;;
   8)  # what this session's device time did not reach (2026-11-23, second session)
