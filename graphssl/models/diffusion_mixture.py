@@ -31,7 +31,9 @@ Two readings of the paper are made explicit here:
   the diagonal ``(S 1)_i`` (close to one on kNN graphs).
 
 Everything here is a pure function; the samplers live in
-:mod:`graphssl.inference.diffusion_mixture.sampler`.
+:mod:`graphssl.inference.diffusion_mixture.kernels` (as
+:class:`~graphssl.inference.mcmc.kernels.Kernel` s run by
+:func:`~graphssl.inference.mcmc.chains.sample_chains`).
 """
 
 from __future__ import annotations
@@ -145,7 +147,9 @@ class DirichletDiffusionMixture:
     sampler multiplies with); ``neighbor_index`` int32[m, d], ``neighbor_laplacian`` float[m, d],
     ``laplacian_diagonal`` float[m] (the sparse L); ``log_eta`` float[C]; scalars ``alpha``,
     ``gamma``, ``balance`` (1 = Eq. 5, 0 = the ablation ``prod_i eta_{y_i}``); ``observed``
-    bool[m]; ``labels`` int32[m]. Static: ``n_classes``.
+    bool[m]; ``labels`` int32[m]; ``prepared``: tables an inference kernel derives once per
+    run from the fields above (its ``prepare``; e.g. the fused sweep's padded tables), None
+    otherwise. Static: ``n_classes``.
     """
 
     log_diffusion: jax.Array
@@ -160,6 +164,7 @@ class DirichletDiffusionMixture:
     observed: jax.Array
     labels: jax.Array
     n_classes: int = dataclasses.field(metadata=dict(static=True))
+    prepared: object = None
 
     @property
     def n_nodes(self) -> int:
@@ -249,9 +254,14 @@ class DirichletDiffusionMixture:
         """``log p(y, beta | xi, eta, alpha, gamma, L, D_tau)`` up to a constant (Sec. 3.5)."""
         return log_joint(self, y, beta)
 
-    def energy(self, y, beta) -> jax.Array:
-        """``-log_joint(y, beta)``."""
-        return -log_joint(self, y, beta)
+    def energy(self, labels_or_state, beta=None) -> jax.Array:
+        """``-log_joint(y, beta)``: give ``(y, beta)``, or one state with fields ``labels``
+        (or ``y``), ``beta`` and ``stats`` (a sampler's state; its statistics are used)."""
+        if beta is not None:
+            return -log_joint(self, labels_or_state, beta)
+        state = labels_or_state
+        y = state.labels if hasattr(state, "labels") else state.y
+        return -log_joint(self, y, state.beta, getattr(state, "stats", None))
 
 
 jax.tree_util.register_dataclass(
@@ -363,8 +373,8 @@ def _shift_site(model, stats, i, y_i, beta_i, sign, delta):
 def move_block(model, stats: MixtureStats, y, block, j, l, j_new, l_new, log_likelihood):
     """Statistics and ``log pi(x') - log pi(x)`` (Sec. 3.5) when the nodes of ``block``, all at
     class j and centre l, move to (j_new, l_new) (the component flip of
-    :mod:`graphssl.inference.diffusion_mixture.moves`), in O(m d) (not the O(m C) lgamma calls and
-    O(m d C) recount of the whole joint). ``log_likelihood`` = the change of
+    :mod:`graphssl.inference.diffusion_mixture.cluster_moves`), in O(m d) (not the O(m C)
+    lgamma calls and O(m d C) recount of the whole joint). ``log_likelihood`` = the change of
     ``sum_i log D[i, beta_i]``. With u = 1_block and L u from the sparse table, the MRF energy
     ``b^(j)T L b^(j)`` changes by ``-u.(L b^(j)) - b^(j).(L u) + u.(L u)`` for the class left
     and ``u.(L b^(j')) + b^(j').(L u) + u.(L u)`` for the class joined (Eq. 4)."""

@@ -5,7 +5,8 @@ The per-site update of Eq. (7) keeps the sufficient statistics of
 sweep costs O(m^2 C) instead of the O(m^3 C) of re-evaluating the joint at every site.
 The sweep is a systematic scan over nodes 0..m-1: each site update is an exact draw from a
 full conditional, hence leaves the joint invariant, and so does their composition.
-The driver is :mod:`graphssl.inference.diffusion_mixture.sampler`.
+The sweep as a :class:`~graphssl.inference.mcmc.kernels.Kernel` and the MAP refinement are
+in :mod:`graphssl.inference.diffusion_mixture.kernels`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from graphssl.models.diffusion_mixture import (
     sufficient_statistics,
 )
 
-__all__ = ["MixtureState", "init_state", "gibbs_sweep", "map_refine"]
+__all__ = ["MixtureState", "init_state", "site_weights", "gibbs_sweep"]
 
 
 class MixtureState(NamedTuple):
@@ -126,8 +127,19 @@ def _site_update(model, greedy: bool, carry, inputs):
     return (y.at[i].set(y_new), beta.at[i].set(b_new), stats), probs
 
 
+def _sweep_uniforms(model, key, greedy: bool):
+    """The sweep's two uniforms per site, float[2, m]; a greedy sweep draws nothing (``key``
+    may then be None)."""
+    if key is None and not greedy:
+        raise ValueError("key: a sampling sweep needs a PRNG key (only greedy=True takes None)")
+    if key is None:
+        return jnp.zeros((2, model.n_nodes), model.alpha.dtype)
+    return jax.random.uniform(key, (2, model.n_nodes), dtype=model.alpha.dtype)
+
+
 def gibbs_sweep(model, key, state: MixtureState, greedy: bool = False):
-    """One systematic-scan sweep of Eq. (7) over all nodes (``lax.scan``).
+    """One systematic-scan sweep of Eq. (7) over all nodes (``lax.scan``); ``key`` None
+    with ``greedy`` (no draw).
 
     Returns ``(state, class_probs float[m, C])`` where ``class_probs[i] = p(y_i | rest)`` at
     node i's update (a Rao–Blackwellised posterior-mean estimate; one-hot on observed nodes).
@@ -135,47 +147,10 @@ def gibbs_sweep(model, key, state: MixtureState, greedy: bool = False):
     """
     m = model.n_nodes
     stats = sufficient_statistics(model, state.y, state.beta)
-    u = jax.random.uniform(key, (2, m), dtype=model.alpha.dtype)
+    u = _sweep_uniforms(model, key, greedy)
     (y, beta, stats), probs = lax.scan(
         partial(_site_update, model, greedy),
         (state.y, state.beta, stats),
         (jnp.arange(m), u[0], u[1]),
     )
     return MixtureState(y, beta, stats), probs
-
-
-# ----------------------------------------------------------------------------- MAP
-
-
-def map_refine(model, state: MixtureState, max_sweeps: int = 50, engine: str = "scan"):
-    """MAP refinement of Walder Sec. 5: sweep the Gibbs conditionals, setting each unobserved
-    (beta_i, y_i) pair jointly (and each observed beta_i) to its conditional argmax, until no
-    site changes. Each step maximises the joint over one block, so the joint never decreases.
-    ``engine="pallas"`` runs each sweep as the fused kernel
-    (:mod:`graphssl.inference.diffusion_mixture.pallas`; same argmax). Returns
-    ``(state, n_sweeps)``."""
-    if engine == "pallas":
-        from graphssl.inference.diffusion_mixture.pallas import fused_gibbs_sweep, sweep_tables
-
-        tables = sweep_tables(model)
-
-        def sweep(state):
-            return fused_gibbs_sweep(model, jax.random.PRNGKey(0), state, tables, greedy=True)
-    elif engine == "scan":
-        def sweep(state):
-            return gibbs_sweep(model, jax.random.PRNGKey(0), state, greedy=True)
-    else:
-        raise ValueError(f"engine: use 'scan' or 'pallas', got {engine!r}")
-
-    def cond(carry):
-        _, changed, sweeps = carry
-        return changed & (sweeps < max_sweeps)
-
-    def body(carry):
-        state, _, sweeps = carry
-        new, _ = sweep(state)
-        changed = jnp.any(new.y != state.y) | jnp.any(new.beta != state.beta)
-        return new, changed, sweeps + 1
-
-    state, _, sweeps = lax.while_loop(cond, body, (state, jnp.array(True), 0))
-    return state, sweeps

@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from graphssl.inference.diffusion_mixture.gibbs import MixtureState
+from graphssl.inference.diffusion_mixture.gibbs import MixtureState, _sweep_uniforms
 from graphssl.models.diffusion_mixture import sufficient_statistics
 
 __all__ = ["SweepTables", "padded_shape", "sweep_tables", "fused_gibbs_sweep",
@@ -161,8 +161,8 @@ def fused_gibbs_sweep(model, key, state: MixtureState, tables: SweepTables | Non
     omitted; build them once outside a loop). ``interpret`` (default: off a GPU) runs the
     kernel in Pallas' interpreter; ``num_warps`` overrides the warps per program (default
     4 / 8 / 16 as the padded counts grow); ``greedy`` sets each site to its conditional's
-    joint argmax (the MAP refinement's sweep). Works under ``vmap`` (the batch becomes the
-    grid).
+    joint argmax (the MAP refinement's sweep; ``key`` may then be None). Works under
+    ``vmap`` (the batch becomes the grid).
     """
     from jax.experimental import pallas as pl
 
@@ -171,7 +171,7 @@ def fused_gibbs_sweep(model, key, state: MixtureState, tables: SweepTables | Non
     M, K = tables.diffusion_rows.shape[-1], tables.log_eta.shape[-1]
     dtype = model.alpha.dtype
     interpret = (not fused_sweep_available()) if interpret is None else bool(interpret)
-    u = jax.random.uniform(key, (2, m), dtype=dtype)
+    u = _sweep_uniforms(model, key, greedy)
     y_in = jnp.pad(state.y.astype(jnp.int32), (0, M - m), constant_values=-1)
     beta_in = jnp.pad(state.beta.astype(jnp.int32), (0, M - m))
     counts_in = jnp.pad(state.stats.component_counts.astype(dtype), ((0, K - C), (0, M - m)))

@@ -40,8 +40,8 @@ import numpy as np
 
 from graphssl.graph import knn_graph
 from graphssl.inference.diffusion_mixture.sampler import (
-    MixtureSamples,
-    _joined,
+    class_marginals,
+    n_models,
     sample_mixture,
     stack_models,
 )
@@ -110,10 +110,14 @@ _held_out = jax.jit(jax.vmap(held_out_class_log_probs, in_axes=(None, 0, 0, None
 
 
 def _held_out_batched(model, state, nodes):
-    """Held-out log-probs of ``nodes`` at a final state [..., chains, m]: [..., chains, L, C]."""
+    """Held-out log-probs of ``nodes`` at a final state (chains [S * chains, m]):
+    [chains, L, C], or [S, chains, L, C] for a stack of S models."""
     if model.labels.ndim == 1:
-        return _held_out(model, state.y, state.beta, nodes)
-    return jax.vmap(lambda mod, y, b: _held_out(mod, y, b, nodes))(model, state.y, state.beta)
+        return _held_out(model, state.labels, state.beta, nodes)
+    S = n_models(model)
+    y = state.labels.reshape((S, -1) + state.labels.shape[1:])
+    beta = state.beta.reshape((S, -1) + state.beta.shape[1:])
+    return jax.vmap(lambda mod, y, b: _held_out(mod, y, b, nodes))(model, y, beta)
 
 
 def mixture_leave_one_out(model: DirichletDiffusionMixture, key, *, n_checkpoints: int = 8,
@@ -122,13 +126,15 @@ def mixture_leave_one_out(model: DirichletDiffusionMixture, key, *, n_checkpoint
     """Run the sampler and record the leave-one-out predictive of every labelled node.
 
     After ``burn_in`` iterations, the chains run ``n_checkpoints`` chunks of ``every``
-    iterations (one :func:`sample_mixture` run continued with ``resume=``, the same draws as
-    one long run); at the end of each chunk the held-out class log-probs of the labelled
-    nodes are evaluated at every chain's state. ``model`` may be a batch
+    iterations (one :func:`~graphssl.inference.diffusion_mixture.sampler.sample_mixture` run
+    continued with ``resume=``, the same draws as one long run); at the end of each chunk
+    the held-out class log-probs of the labelled nodes are evaluated at every chain's state.
+    ``model`` may be a batch
     (:func:`~graphssl.inference.diffusion_mixture.sampler.stack_models`) whose models share
-    the labelled nodes; ``sample_kwargs`` go to :func:`sample_mixture` (``moves``,
+    the labelled nodes; ``sample_kwargs`` go to ``sample_mixture`` (``moves``,
     ``init_labels``, ``init_beta``...). Returns ``(samples, LeaveOneOut)``: ``samples``
-    joins the chunks (its ``class_probs`` average them).
+    holds every chunk (its class marginals,
+    :func:`~graphssl.inference.diffusion_mixture.sampler.class_marginals`, average them).
     """
     if int(n_checkpoints) < 1 or int(every) < 1:
         raise ValueError(f"n_checkpoints, every: must be positive, got {n_checkpoints}, {every}")
@@ -139,9 +145,8 @@ def mixture_leave_one_out(model: DirichletDiffusionMixture, key, *, n_checkpoint
     if nodes.size == 0:
         raise ValueError("model: no labelled node to leave out")
     labels = np.asarray(model.labels).reshape(-1, model.n_nodes)[0][np.asarray(nodes)]
-    samples: MixtureSamples = sample_mixture(model, key, n_chains=n_chains, n_iterations=every,
-                                             burn_in=burn_in, thin=every, **sample_kwargs)
-    chunks = [samples]
+    samples = sample_mixture(model, key, n_chains=n_chains, n_iterations=every,
+                             burn_in=burn_in, thin=every, **sample_kwargs)
     held = [np.asarray(_held_out_batched(model, samples.final_state, nodes))]
     run_kwargs = {k: v for k, v in sample_kwargs.items()
                   if k not in ("init_labels", "init_noise", "init_beta")}
@@ -152,16 +157,12 @@ def mixture_leave_one_out(model: DirichletDiffusionMixture, key, *, n_checkpoint
         steps = tqdm(steps, desc="leave-one-out checkpoints")
     for _ in steps:
         samples = sample_mixture(model, None, n_iterations=every, thin=every, resume=samples,
-                                 join=False, **run_kwargs)
-        chunks.append(samples)
+                                 **run_kwargs)
         held.append(np.asarray(_held_out_batched(model, samples.final_state, nodes)))
-    joined = chunks[0]
-    for chunk in chunks[1:]:
-        joined = _joined(joined, chunk, int(every))
     # [checkpoints, ..., chains, L, C] -> [..., chains * checkpoints, L, C]
     log_probs = np.moveaxis(np.stack(held), 0, -3)
     log_probs = log_probs.reshape(log_probs.shape[:-4] + (-1,) + log_probs.shape[-2:])
-    return joined, LeaveOneOut(np.asarray(nodes), labels, log_probs)
+    return samples, LeaveOneOut(np.asarray(nodes), labels, log_probs)
 
 
 class GridScore(NamedTuple):
@@ -241,7 +242,7 @@ def _grid_models(X, labels, k_grid, tau_grid, class_prior, alpha, gamma, dtype, 
 
 
 def fit_grid(X, labels, *, k_grid=K_GRID, tau_grid=TAU_GRID, class_prior=None,
-             alpha: float = 0.5, gamma: float = 0.0, key=None, n_chains: int = 1,
+             alpha: float = 0.5, gamma: float = 0.0, key, n_chains: int = 1,
              n_checkpoints: int = 8, every: int = 25, burn_in: int = 100, moves=(1, 1, 0),
              dtype=np.float32, progress: bool = False) -> GridFit:
     """Run the mixture at every ``(k, tau)`` of the grid in one batched sampler call.
@@ -250,11 +251,10 @@ def fit_grid(X, labels, *, k_grid=K_GRID, tau_grid=TAU_GRID, class_prior=None,
     one model per setting with ``alpha``, ``gamma``, ``class_prior`` (eta); chains start from
     the graph Parzen labels of their own D_tau (centres beta_i = i). Each setting gets its
     leave-one-out predictive (:func:`mixture_leave_one_out`) and its posterior class
-    marginals. Memory: two float[m, m] arrays per setting (15 settings x 1500 nodes in
-    float32: 270 MB)."""
+    marginals. ``key``: the PRNG key of the chains (required). Memory: two float[m, m] arrays
+    per setting (15 settings x 1500 nodes in float32: 270 MB)."""
     scores, models, starts = _grid_models(X, labels, k_grid, tau_grid, class_prior, alpha,
                                           gamma, dtype, build=True)
-    key = jax.random.PRNGKey(0) if key is None else key
     samples, loo = mixture_leave_one_out(
         stack_models(models), key, n_checkpoints=n_checkpoints, every=every, burn_in=burn_in,
         n_chains=n_chains, moves=moves, init_beta="self", init_labels=np.stack(starts),
@@ -262,7 +262,7 @@ def fit_grid(X, labels, *, k_grid=K_GRID, tau_grid=TAU_GRID, class_prior=None,
     log_loss, error = loo.log_loss(), loo.error()
     scores = [s._replace(mixture_loo_log_loss=float(ll), mixture_loo_error=float(e))
               for s, ll, e in zip(scores, log_loss, error, strict=True)]
-    return GridFit(scores, np.asarray(samples.class_probs, np.float64).mean(axis=1), loo)
+    return GridFit(scores, class_marginals(samples, len(models)), loo)
 
 
 def select_k_tau(X, labels, *, k_grid=K_GRID, tau_grid=TAU_GRID, criterion: str = "parzen",
