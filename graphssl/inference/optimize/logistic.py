@@ -165,7 +165,7 @@ def _fit_scipy(features, targets, weights, prior_precision, max_iter, tol):
     d, C = features.shape[1], targets.shape[1]
     used = np.flatnonzero(np.asarray(weights) > 0)
     P = None
-    if used.size < d:
+    if 4 * used.size <= d:  # few rows: the row-space basis (an m x m eigh) is the cheaper
         Z, P = _row_space_basis(features[used])
         features, targets, weights = Z, np.asarray(targets)[used], np.asarray(weights)[used]
     r = features.shape[1]
