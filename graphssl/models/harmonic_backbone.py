@@ -42,18 +42,18 @@ def mixture_lift(mixture, X, labelled_index):
 
     Labelled node ``labelled_index[j]`` maps to the unit vector e_j; every other node i to
     ``[0_l, R_i]``. Returns ``lift(idx) -> float[len(idx), l + M]`` computing R on the fly
-    (no ``n x M`` matrix is stored).
+    (no ``n x M`` matrix is stored). ``mixture``: any object with ``log_responsibilities(X)``
+    (the mixtures of :mod:`graphssl.models.harmonic_mixture`), so this module never imports
+    that one (which imports this).
     """
     n, l = X.shape[0], labelled_index.shape[0]
     position = jnp.full((n,), -1, dtype=jnp.int32).at[labelled_index].set(
         jnp.arange(l, dtype=jnp.int32)
     )
 
-    from graphssl.models.harmonic_mixture import responsibilities
-
-    def lift(idx):
+    def lift(idx):  # the mixture's own log_responsibilities: no import of its module
         pos = position[idx]
-        r = responsibilities(mixture, X[idx]) * (pos < 0)[:, None]
+        r = jnp.exp(mixture.log_responsibilities(X[idx])) * (pos < 0)[:, None]
         return jnp.concatenate([jax.nn.one_hot(pos, l, dtype=r.dtype), r], axis=1)
 
     return lift
@@ -136,7 +136,8 @@ def top_k_responsibilities(mixture, X, k: int, *, batch_size: int = 16384):
     Computed in log space over row batches (``jax.lax.map``: memory ``O(batch * M)``, never
     ``n x M``). Returns ``(index int32[n, k], weight [n, k], dropped [n])`` with
     ``weight[i] = R[i, index[i]] / sum_j R[i, index[i, j]]`` and ``dropped[i] = 1 - sum_j
-    R[i, index[i, j]]``, the responsibility mass left out (0 when ``k = M``).
+    R[i, index[i, j]]``, the responsibility mass left out (0 when ``k = M``). ``mixture``:
+    any object with ``n_components`` and ``log_responsibilities(X)``.
     """
     M = mixture.n_components
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= M:
@@ -147,13 +148,11 @@ def top_k_responsibilities(mixture, X, k: int, *, batch_size: int = 16384):
 
 @partial(jax.jit, static_argnums=(2, 3))
 def _top_k(mixture, X, k, batch_size):
-    from graphssl.models.harmonic_mixture import log_responsibilities
-
     n = X.shape[0]
     nb, pad, idx = _padded_rows(n, batch_size)
 
     def one(rows):
-        log_r = log_responsibilities(mixture, X[rows])
+        log_r = mixture.log_responsibilities(X[rows])
         top, index = jax.lax.top_k(log_r, k)
         log_kept = jax.scipy.special.logsumexp(top, axis=1)
         weight = jnp.exp(top - log_kept[:, None])

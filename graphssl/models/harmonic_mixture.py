@@ -87,6 +87,10 @@ class GaussianMixture:
     def n_classes(self) -> int:
         return int(self.log_label_probs.shape[1])
 
+    def log_responsibilities(self, X) -> jax.Array:
+        """``log p(m | x_i)``, float[n, M] (:func:`log_responsibilities`)."""
+        return log_responsibilities(self, X)
+
 
 @dataclasses.dataclass(frozen=True)
 class MultinomialMixture:
@@ -108,6 +112,10 @@ class MultinomialMixture:
     @property
     def n_classes(self) -> int:
         return int(self.log_label_probs.shape[1])
+
+    def log_responsibilities(self, X) -> jax.Array:
+        """``log p(m | x_i)``, float[n, M] (:func:`log_responsibilities`)."""
+        return log_responsibilities(self, X)
 
 
 jax.tree_util.register_dataclass(
