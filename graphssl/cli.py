@@ -373,7 +373,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("\ngraphssl: interrupted; resume with the same command", file=sys.stderr)
         return 130
-    except (_UsageError, ValueError, OSError) as err:
+    except (_UsageError, ValueError, OSError, ImportError) as err:
         message = str(err).splitlines()[0] if str(err) else type(err).__name__
         print(f"graphssl: error: {message}", file=sys.stderr)
         return 2

@@ -91,7 +91,10 @@ def invariant_diagnostics(estimator, observed=None, budget=None) -> dict | None:
 
     The statistics and the rule are those of :mod:`graphssl.inference.mcmc.statistics`: the
     energy, the sorted class sizes and the co-assignment of the documented node pairs
-    (``default_pairs``: 10 pairs of unlabelled nodes, seed 0). Returns ``rhat_energy``,
+    (``default_pairs``: 10 pairs of unlabelled nodes, seed 0). An estimator's own report
+    (``convergence_``, :func:`graphssl.diagnostics.check_convergence`: the same statistics
+    plus any it traces, e.g. the mixture's number of components) is used when its thresholds
+    are the budget's. Returns ``rhat_energy``,
     ``ess_energy``, ``rhat_max`` / ``ess_min`` (worst over all statistics), ``converged``
     (R-hat <= ``budget.target_rhat`` and ESS >= ``budget.min_ess`` everywhere), ``failing``
     (what fails, worst first), ``chains`` and ``draws``. ``None`` when the fit was not
@@ -100,6 +103,10 @@ def invariant_diagnostics(estimator, observed=None, budget=None) -> dict | None:
     from graphssl.inference.mcmc import statistics
 
     budget = ConvergenceBudget() if budget is None else budget
+    own = getattr(estimator, "convergence_", None)
+    if isinstance(own, statistics.ConvergenceReport) and own.rhat_max == budget.target_rhat \
+            and own.ess_min == budget.min_ess and own.n_draws >= 4:
+        return _from_report(own)  # the estimator's own judgement (it may trace more)
     chains = _chains(estimator)
     if chains is None:
         return None
@@ -114,12 +121,17 @@ def invariant_diagnostics(estimator, observed=None, budget=None) -> dict | None:
     stats = statistics.invariant_statistics(labels, energy, n_classes, pairs)
     report = statistics.convergence_report(stats, rhat_max=budget.target_rhat,
                                            ess_min=budget.min_ess)
-    as_float = lambda v: float(np.asarray(v).reshape(-1)[0])  # noqa: E731
-    return {"rhat_energy": as_float(report.rhat["energy"]),
-            "ess_energy": as_float(report.ess["energy"]),
+    return _from_report(report) | {"draws": int(n_draws)}
+
+
+def _from_report(report) -> dict:
+    """The record's fields from a :class:`~graphssl.inference.mcmc.statistics.ConvergenceReport`
+    (``draws`` = draws per chain judged, after its thinning to at most 2000)."""
+    first = lambda d, k: float(np.asarray(d.get(k, [np.nan])).reshape(-1)[0])  # noqa: E731
+    return {"rhat_energy": first(report.rhat, "energy"), "ess_energy": first(report.ess, "energy"),
             "rhat_max": report.max_rhat, "ess_min": report.min_ess,
-            "converged": report.converged, "failing": list(report.failing[:4]),
-            "chains": int(n_chains), "draws": int(n_draws)}
+            "converged": bool(report.converged), "failing": list(report.failing[:4]),
+            "chains": int(report.n_chains), "draws": int(report.n_draws)}
 
 
 def _extend(estimator, fit: Callable) -> str:

@@ -27,6 +27,7 @@ or ``to_arviz()`` (ArviZ DataTree).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import pathlib
@@ -77,6 +78,16 @@ def read_run(path, key: str) -> tuple[dict | None, str | None]:
     if stored.get("config_key") != key:
         return None, "from other settings (config changed)"
     return stored, None
+
+
+def _tqdm():
+    """``tqdm.auto`` where it can draw a widget (ipywidgets installed), else the text bar:
+    ``tqdm.auto`` without ipywidgets warns (TqdmWarning) in every notebook cell."""
+    if importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm
+    else:
+        from tqdm import tqdm
+    return tqdm
 
 
 def _config_key(config: dict) -> str:
@@ -183,8 +194,7 @@ def compare_models(
 
     Returns ``{model: [record per split]}`` in split order.
     """
-    from tqdm.auto import tqdm
-
+    tqdm = _tqdm()
     out = pathlib.Path(out_dir)
     for sub in ("runs", "arviz", "plots"):
         (out / sub).mkdir(parents=True, exist_ok=True)
