@@ -171,7 +171,8 @@ def _fit_scipy(features, targets, weights, prior_precision, max_iter, tol):
     r = features.shape[1]
     fun = _host_objective(features, targets, weights, prior_precision)
     res = minimize(fun, np.zeros(r * C + C), jac=True, method="L-BFGS-B",
-                   options=dict(maxiter=max_iter, gtol=tol, maxcor=10))
+                   options=dict(maxiter=max_iter, gtol=tol, ftol=min(2.2e-9, 1e-3 * tol),
+                                maxcor=10))
     W = res.x[: r * C].reshape(r, C)
     W = W if P is None else P @ W
     params = FeatureModelParams(jnp.asarray(W), jnp.asarray(res.x[r * C:]))
