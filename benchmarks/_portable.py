@@ -1,7 +1,7 @@
 """Settings as recorded in ``benchmarks/results/*.json``: no path of the machine they ran on.
 
-A tracked result must not name a path of the machine that made it (``/work/...``,
-``/root/...``, ``/tmp/...``): :func:`portable` writes paths inside the repository relative to
+A tracked result must not name a path of the machine that made it (its checkout, a home
+folder, a temporary folder): :func:`portable` writes paths inside the repository relative to
 its root (``benchmarks/results/x.json``) and any other absolute path as its last part.
 """
 
