@@ -173,6 +173,7 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         self.fit_info_ = info
         self.restarts_ = trials
         self.log_likelihood_ = float(info["log_likelihood"])
+        self.n_iter_ = int(info["iterations"])
         self.suspected_label_errors_ = post.suspected_errors
         self._map_encoded = np.asarray(post.map_labels)  # map_labels_ set by the base
         if isinstance(theta, bl.BasicParams):

@@ -130,6 +130,7 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
             em_options=EMOptions(reg_covar=float(self.reg_covar)),
             max_iter=int(self.max_iter), tol=float(self.tol),
         )
+        self.n_iter_ = int(self.fit_.em_info.iterations)
         dist = predict_proba(self.fit_, X)
         observed = labels >= 0
         dist[observed] = np.eye(n_classes)[labels[observed]]

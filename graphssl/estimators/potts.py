@@ -180,6 +180,7 @@ class PottsClassifier(GraphSSLClassifier):
         self.model_ = model
         solution, info = naive_mean_field(model, options=self._mean_field_options())
         self.mean_field_, self.mean_field_info_ = solution, info
+        self.n_iter_ = int(info.iterations)
         modes = mean_field_labels(solution, model.unary_logits())
         self.log_mode_probability_ = float(
             log_mode_probability(solution.log_marginals, modes) / graph.n_nodes

@@ -1,0 +1,169 @@
+"""Ordinary data off the paved path (issue 24, item 1): each input gives a result or a clear
+error, never a crash."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+from sklearn.exceptions import NotFittedError
+
+from graphssl.estimators import (
+    BoltzmannMRFClassifier,
+    DiffusionMixtureClassifier,
+    DiffusionMixtureGridClassifier,
+    HarmonicFunctionClassifier,
+    HarmonicMixtureClassifier,
+    KNNGraphClassifier,
+    LGCClassifier,
+    MincutClassifier,
+    ParzenWindowClassifier,
+    PottsClassifier,
+)
+from graphssl.graph import knn_graph
+
+# tiny settings for the sampled and learned models; the same settings (so the same compiled
+# functions) serve every test of this module
+FACTORIES = {
+    "harmonic": lambda **kw: HarmonicFunctionClassifier(),
+    "lgc": lambda **kw: LGCClassifier(),
+    "parzen": lambda **kw: ParzenWindowClassifier(),
+    "knn": lambda **kw: KNNGraphClassifier(),
+    "mincut": lambda **kw: MincutClassifier(),
+    "potts_mf": lambda **kw: PottsClassifier(),
+    "potts_sw": lambda **kw: PottsClassifier(inference="swendsen_wang", n_chains=2,
+                                             n_samples=20, burn_in=5, **kw),
+    "boltzmann": lambda **kw: BoltzmannMRFClassifier(model="basic", n_restarts=1, max_iter=2,
+                                                     n_chains=2, n_samples=10, burn_in=2,
+                                                     method="gibbs", **kw),
+    "diffusion_mixture": lambda **kw: DiffusionMixtureClassifier(n_chains=1, n_iterations=6,
+                                                                 burn_in=2, thin=1, **kw),
+    "diffusion_grid": lambda **kw: DiffusionMixtureGridClassifier(
+        k_grid=(10,), tau_grid=(5.0,), n_checkpoints=1, every=2, burn_in=2, **kw),
+    "harmonic_mixture": lambda **kw: HarmonicMixtureClassifier(n_components=3, max_iter=10,
+                                                               **kw),
+}
+SAMPLED = ["potts_sw", "boltzmann", "diffusion_mixture", "diffusion_grid", "harmonic_mixture"]
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y_true = load_iris(return_X_y=True)
+    assert len(np.unique(X, axis=0)) < len(X)  # iris has duplicate rows
+    y = np.full(len(y_true), -1)
+    labelled = np.concatenate([np.flatnonzero(y_true == c)[:5] for c in range(3)])
+    y[labelled] = y_true[labelled]
+    return X, y, y_true
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+def test_iris_with_duplicate_rows_works_with_every_estimator(iris, name):
+    X, y, y_true = iris
+    clf = FACTORIES[name]().fit(X, y)
+    proba = clf.predict_proba()
+    assert proba.shape == (150, 3)
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-9)
+    # 15 labels; chance is 1/3 (the sampled models at these tiny settings included)
+    assert np.mean(clf.transduction_ == y_true) > 0.6
+
+
+@pytest.mark.parametrize("name", SAMPLED)
+def test_random_state_none_int_or_generator(iris, name):
+    X, y, _ = iris
+    for random_state in (None, np.random.default_rng(1), 3):
+        clf = FACTORIES[name](random_state=random_state).fit(X, y)
+        assert np.all(np.isfinite(clf.label_distributions_))
+    with pytest.raises(ValueError, match="random_state"):
+        FACTORIES[name](random_state="seed").fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 0.5, (30, 2)), rng.normal(3, 0.5, (30, 2))])
+    truth = np.repeat(np.array(["setosa", "virginica"]), 30)
+    return X, truth
+
+
+@pytest.mark.parametrize(
+    "unlabelled, dtype",
+    [(None, object), ("", object), ("", str), (np.nan, object)],
+)
+def test_string_labels(blobs, unlabelled, dtype):
+    X, truth = blobs
+    y = np.array(truth, dtype=dtype)
+    y[np.setdiff1d(np.arange(60), [0, 1, 30, 31])] = unlabelled
+    for clf in (HarmonicFunctionClassifier(), PottsClassifier()):
+        clf.fit(X, y)
+        np.testing.assert_array_equal(clf.classes_, ["setosa", "virginica"])
+        assert clf.transduction_.dtype.kind in "OU"
+        assert np.mean(clf.predict(X) == truth) > 0.95
+        assert set(clf.predict(np.array([[0.0, 0.0], [3.0, 3.0]]))) == {"setosa", "virginica"}
+
+
+def test_categorical_and_arbitrary_integer_labels(blobs):
+    pd = pytest.importorskip("pandas")
+    X, truth = blobs
+    y = pd.Categorical(np.where(np.isin(np.arange(60), [0, 1, 30, 31]), truth, None))
+    clf = LGCClassifier().fit(X, y)
+    assert list(clf.classes_) == ["setosa", "virginica"]
+    codes = np.where(truth == "setosa", -5, 12)
+    y_int = np.where(np.isin(np.arange(60), [0, 1, 30, 31]), codes, -1)
+    clf = LGCClassifier().fit(X, y_int)  # -1 unlabelled, any other integer a class
+    np.testing.assert_array_equal(clf.classes_, [-5, 12])
+    assert np.mean(clf.transduction_ == codes) > 0.95
+
+
+@pytest.mark.parametrize("d", [1, 2, 8, 20])
+def test_huge_features_give_a_value_error_not_a_crash(d):
+    # ~1e155 with d <= 8 used to crash the process (KD-tree inf distances -> bad CSR index)
+    X = np.random.default_rng(0).normal(size=(40, d)) * 1e155
+    y = np.full(40, -1)
+    y[:2] = [0, 1]
+    with pytest.raises(ValueError, match="overflow squared distances"):
+        HarmonicFunctionClassifier().fit(X, y)
+    with pytest.raises(ValueError, match="overflow squared distances"):
+        knn_graph(X, 5)
+    with pytest.raises(ValueError, match="underflow"):
+        HarmonicFunctionClassifier().fit(X * 1e-310, y)
+    # large but representable magnitudes work (the kNN graph is scale-free with kth_over_3)
+    small = HarmonicFunctionClassifier().fit(X * 1e-155, y)
+    large = HarmonicFunctionClassifier().fit(X * 1e-55, y)
+    np.testing.assert_allclose(large.label_distributions_, small.label_distributions_,
+                               atol=1e-8)
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+def test_not_fitted_error(name):
+    clf = FACTORIES[name]()
+    with pytest.raises(NotFittedError):
+        clf.predict(np.zeros((2, 2)))
+    with pytest.raises(NotFittedError):
+        clf.predict_proba()
+
+
+def test_boltzmann_auto_method_picks_one_that_can_run():
+    clf = BoltzmannMRFClassifier(model="basic")
+    # 2^40 configurations are not enumerable: auto must sample
+    assert clf._check(40, 2)[0] == "swendsen_wang"
+    assert clf._check(12, 2)[0] == "enumeration"
+    assert clf._check(12, 3)[0] == "swendsen_wang"  # 3^12 > 2^16
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0, 0.5, (20, 2)), rng.normal(3, 0.5, (20, 2))])
+    y = np.full(40, -1)
+    y[[0, 1, 20, 21]] = [0, 0, 1, 1]
+    fitted = BoltzmannMRFClassifier(model="basic", n_restarts=1, max_iter=2, n_chains=2,
+                                    n_samples=10, burn_in=2).fit(X, y)
+    assert fitted.method_ == "swendsen_wang"
+    np.testing.assert_allclose(fitted.label_distributions_.sum(1), 1.0)
+
+
+def test_potts_huge_beta_gives_probability_rows(blobs):
+    X, truth = blobs
+    y = np.where(np.isin(np.arange(60), [0, 1, 30, 31]), truth, "")
+    with pytest.warns(UserWarning, match="beta"):
+        clf = PottsClassifier(beta=1e300).fit(X, y)
+    proba = clf.label_distributions_
+    assert np.all(np.isfinite(proba)) and np.all(proba >= 0)
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-9)
+    assert clf.beta_ == 1e8
+    labelled = [0, 1, 30, 31]
+    np.testing.assert_array_equal(clf.transduction_[labelled], truth[labelled])
