@@ -7,38 +7,33 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphssl._distances import (  # noqa: F401 - _squared_norms is used by graphssl.graph
+    _brute_force_knn,
+    _drop_self,
+    _exact_distances,
+    _squared_norms,
+)
+from graphssl.neighbors_approximate import (
+    _faiss_knn,
+    _installed,
+    _nndescent_knn,
+    _projected_knn,
+    faiss_gpu_available,
+)
 from graphssl.validation import check_features, check_k
 
-__all__ = ["knn_search", "grouped_top_k", "exact_knn_traced", "query_blocks"]
+__all__ = [
+    "knn_search",
+    "grouped_top_k",
+    "exact_knn_traced",
+    "query_blocks",
+    "faiss_gpu_available",
+    "auto_method",
+]
 
-_EXACT_BRUTE_FORCE_MAX_N = 50_000
-_PRODUCTS_PER_THREAD = 2**22  # re-ranking: another thread per 4M multiply-adds
 _GEMM_MIN_N = 5_000  # below it the compiled search's fixed costs exceed brute force's
 _KDTREE_MAX_DIM = 8
-
-
-def _squared_norms(X: np.ndarray) -> np.ndarray:
-    return np.einsum("ij,ij->i", X, X)
-
-
-def _brute_force_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact kNN by scikit-learn's chunked brute force (parallel arg-k-min over row blocks).
-
-    The search runs in float64: scikit-learn's float32 path upcasts each chunk to float64
-    for the products anyway, and float32 input then needed a float64 re-computation of the
-    kept distances (measured on usps_full: float64 without it is ~25 % faster, same
-    neighbours, distances equal to 6e-14). Distances come from ``|x|^2 + |y|^2 - 2 x.y`` in
-    float64, as :func:`_exact_distances` computes them.
-
-    Its working memory is bounded (``sklearn.get_config()["working_memory"]``, 1 GiB by
-    default), so no n x n distance matrix is ever built.
-    """
-    from sklearn.neighbors import NearestNeighbors
-
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    search = NearestNeighbors(n_neighbors=k + 1, algorithm="brute").fit(X)
-    distances, indices = search.kneighbors(X)
-    return _drop_self(indices, distances, k)
+_APPROXIMATE_MIN_N = 50_000  # "auto" leaves exact search above it (see knn_search)
 
 
 _GEMM_BLOCK = 256
@@ -173,56 +168,6 @@ def _gemm_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return _drop_self(indices, np.take_along_axis(distances, order, axis=1), k)
 
 
-def _exact_distances(X: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    """Euclidean distances ``||x_i - x_{indices[i, j]}||`` in float64.
-
-    ``|x|^2 + |y|^2 - 2 x.y`` over blocks of rows (the gathered neighbour rows of a block take
-    at most ~16 MB: memory O(n d), never n x k x d), the row range split over up to 8 threads
-    (the gathers and products release the GIL); pairs where that difference has lost more
-    than 4 of its 16 digits to cancellation (below 1e-4 of ``|x|^2 + |y|^2``: points close
-    together relative to their norms) are recomputed from ``x - y``, so the relative error
-    stays ~1e-12 (1e-10 at worst: the products' rounding amplified at most 1e4 times) and a
-    duplicate is at exactly 0. usps_full, 17 candidates, 2 cores: 0.018 s (one thread 0.04 s,
-    a loop over columns 0.15 s).
-    """
-    n, d = X.shape
-    width = indices.shape[1]
-    norms = _squared_norms(X)
-    distances = np.empty(indices.shape, dtype=np.float64)
-    block = max(1, 2**21 // max(width * d, 1))
-
-    def rows_from(start: int, stop: int) -> None:
-        for first in range(start, stop, block):
-            rows = slice(first, min(first + block, stop))
-            dots = np.matmul(X[indices[rows]], X[rows, :, None])[:, :, 0]
-            distances[rows] = norms[rows, None] + norms[indices[rows]] - 2.0 * dots
-
-    workers = min(_threads(), max(1, n * width * d // _PRODUCTS_PER_THREAD))
-    if workers > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        bounds = np.linspace(0, n, workers + 1).astype(int)
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(rows_from, bounds[:-1], bounds[1:]))
-    else:
-        rows_from(0, n)
-    scale = norms[:, None] + norms[indices]
-    row, col = np.nonzero(distances <= 1e-4 * scale)
-    differences = X[indices[row, col]] - X[row]
-    distances[row, col] = np.einsum("ij,ij->i", differences, differences)
-    return np.sqrt(np.maximum(distances, 0.0))
-
-
-def _threads() -> int:
-    """Worker threads for the memory-bound re-ranking: the usable cores, at most 8."""
-    import os
-
-    try:
-        return max(1, min(8, len(os.sched_getaffinity(0))))
-    except AttributeError:  # not on Linux
-        return max(1, min(8, os.cpu_count() or 1))
-
-
 def _kdtree_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     from scipy.spatial import cKDTree
 
@@ -230,79 +175,33 @@ def _kdtree_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return _drop_self(indices, distances, k)
 
 
-def _drop_self(indices: np.ndarray, distances: np.ndarray, k: int):
-    """Remove each query's own index from k+1 returned neighbours (ties with duplicates)."""
-    n = indices.shape[0]
-    is_self = indices == np.arange(n)[:, None]
-    has_self = is_self.any(axis=1)
-    # rows without self (duplicates pushed it out): drop the last column instead
-    is_self[~has_self, -1] = True
-    keep = ~is_self
-    return indices[keep].reshape(n, k), distances[keep].reshape(n, k)
+def auto_method(n: int, d: int) -> str:
+    """The search ``knn_search(method="auto")`` runs for ``n`` points in ``d`` dimensions.
 
-
-def _nndescent_knn(X: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    from pynndescent import NNDescent
-
-    index = NNDescent(X, n_neighbors=k + 1, random_state=seed, n_jobs=-1)
-    indices, distances = index.neighbor_graph
-    return _drop_self(indices, distances, k)
-
-
-def _principal_projection(X: np.ndarray, r: int, seed: int) -> np.ndarray:
-    """Coordinates ``float64[n, r]`` of the centred ``X`` on its ``r`` leading principal axes.
-
-    Eigenvectors of the d x d scatter matrix for d <= 2048 (O(n d^2)), else a randomized SVD.
-    BLAS runs on one thread here: on a loaded 2-core machine a threaded OpenBLAS ``eigh`` of
-    a 256 x 256 matrix took 2.7-3.6 s against 0.014-0.05 s single-threaded (busy-waiting
-    threads), and the scatter matrix 0.58 s against 0.04 s.
+    ``"kdtree"`` for d <= 8; ``"brute"`` below n = 5000; ``"gemm"`` (exact) up to
+    n = 50,000; above, ``"faiss"`` (HNSW, exact re-rank) when faiss is installed, else
+    ``"nndescent"`` when pynndescent is, else ``"gemm"`` with a warning that names the
+    ``scale`` extra. The 50,000 crossover is measured (benchmarks/bench_knn_scale.py).
     """
-    from threadpoolctl import threadpool_limits
+    if d <= _KDTREE_MAX_DIM:
+        return "kdtree"
+    if n < _GEMM_MIN_N:
+        return "brute"
+    if n <= _APPROXIMATE_MIN_N:
+        return "gemm"
+    if _installed("faiss"):
+        return "faiss"
+    if _installed("pynndescent"):
+        return "nndescent"
+    import warnings
 
-    Xc = X - X.mean(axis=0)
-    d = X.shape[1]
-    with threadpool_limits(1):
-        if d <= 2048:
-            axes = np.linalg.eigh(Xc.T @ Xc)[1][:, ::-1][:, :r]
-        else:
-            from sklearn.utils.extmath import randomized_svd
-
-            axes = randomized_svd(Xc, r, random_state=seed)[2].T
-        return Xc @ axes
-
-
-def _projected_knn(X: np.ndarray, k: int, n_components: int, n_candidates: int, seed: int):
-    """Approximate kNN: exact search on a PCA projection, exact re-ranking in the full space.
-
-    1. project the centred points on their ``n_components`` leading principal directions;
-    2. take each point's ``n_candidates`` nearest projected neighbours (exact blocked
-       search: its cost falls with the dimension, so it is cheaper than in full d);
-    3. re-rank the candidates by their full-space distances and keep the ``k`` nearest.
-
-    The projection never lengthens a distance, so a true neighbour is missed only when
-    more than ``n_candidates`` points look closer in projection. Measured on usps_full
-    (256 -> 64 dimensions, k = 10; benchmarks/bench_graph.py): recall 0.99+ with 3k
-    candidates.
-    """
-    n, d = X.shape
-    r = min(int(n_components), d)
-    m = min(max(int(n_candidates), k), n - 1)
-    Y = _principal_projection(X, r, seed)
-    candidates, _ = _brute_force_knn(Y, m)
-    X32 = np.asarray(X, dtype=np.float32)
-    norms = _squared_norms(X32)
-    sq = np.empty(candidates.shape, dtype=np.float32)
-    block = max(1, 2**22 // max(m * d, 1))  # ~16 MB of gathered float32 rows per block
-    for start in range(0, n, block):
-        rows = slice(start, start + block)
-        gathered = X32[candidates[rows]]  # [b, m, d]
-        dots = np.einsum("bd,bmd->bm", X32[rows], gathered)
-        sq[rows] = norms[rows, None] + norms[candidates[rows]] - 2.0 * dots
-    keep = np.argpartition(sq, k - 1, axis=1)[:, :k] if m > k else np.arange(k)[None, :]
-    indices = np.take_along_axis(candidates, np.broadcast_to(keep, (n, k)), axis=1)
-    distances = _exact_distances(X, indices)
-    order = np.argsort(distances, axis=1, kind="stable")
-    return np.take_along_axis(indices, order, axis=1), np.take_along_axis(distances, order, 1)
+    warnings.warn(
+        f"knn_search: n = {n} points and no approximate back end installed, so the search "
+        "is exact, O(n^2 d) (the time grows with the square of n); pip install "
+        "'graphssl[scale]' for faiss",
+        stacklevel=3,
+    )
+    return "gemm"
 
 
 def knn_search(
@@ -318,17 +217,22 @@ def knn_search(
         (exact: float32 matrix products + top-k in JAX on the default device, candidates
         re-ranked in float64; usps_full on 2 CPU cores: 0.28 s against 0.44 s for ``"brute"``,
         Digit1 (n = 1500): 0.040 s against 0.017 s; the first call of a shape also compiles,
-        ~0.2 s), ``"kdtree"``
-        (exact, scipy cKDTree; fast for d <= 8), ``"nndescent"`` (approximate, pynndescent;
-        for large n in high dimension), ``"pca"`` (approximate: the ``n_candidates``
+        ~0.2 s), ``"kdtree"`` (exact, scipy cKDTree; fast for d <= 8), ``"faiss"``
+        (approximate: a faiss HNSW graph, M = 32, efSearch = max(64, n_candidates); the
+        ``n_candidates`` (default k + 8) it returns are re-ranked by exact float64 distances;
+        multi-threaded insertion makes the graph, hence rare neighbours, vary from run to
+        run), ``"faiss_ivf"`` (approximate: faiss IVF-Flat, 4 sqrt(n) k-means cells, on the
+        GPU when faiss is a GPU build and sees one; same re-ranking), ``"nndescent"``
+        (approximate, pynndescent), ``"pca"`` (approximate: the ``n_candidates``
         (default 3k) nearest points on the ``n_components`` leading principal components,
         re-ranked by exact distances; for large d, where the d-dimensional products dominate
-        the exact search; brute when d <= n_components) or ``"auto"`` (kdtree for d <= 8,
-        brute below n = 5000, gemm up to n = 50000, nndescent above). Measured
-        (benchmarks/bench_graph.py): the KD-tree degrades to O(n^2.4) on 15-dimensional
-        integer-coded SecStr, hence d <= 8.
+        the exact search; brute when d <= n_components) or ``"auto"`` (see
+        :func:`auto_method`). faiss and pynndescent come with the ``scale`` extra
+        (``pip install 'graphssl[scale]'``). Measured (benchmarks/bench_graph.py): the
+        KD-tree degrades to O(n^2.4) on 15-dimensional integer-coded SecStr, hence d <= 8.
       seed: seed of the approximate methods.
-      n_components, n_candidates: settings of ``"pca"``; ignored by the other methods.
+      n_components, n_candidates: settings of ``"pca"`` (and ``n_candidates`` of the faiss
+        methods); ignored by the other methods.
 
     Returns:
       ``(indices int64[n, k], distances float64[n, k])``, each row sorted by distance.
@@ -337,14 +241,7 @@ def knn_search(
     n, d = X.shape
     k = check_k(k, n)
     if method == "auto":
-        if d <= _KDTREE_MAX_DIM:
-            method = "kdtree"
-        elif n < _GEMM_MIN_N:
-            method = "brute"
-        elif n <= _EXACT_BRUTE_FORCE_MAX_N:
-            method = "gemm"
-        else:
-            method = "nndescent"
+        method = auto_method(n, d)
     X64 = np.asarray(X, dtype=np.float64)
     if method == "brute":
         return _brute_force_knn(X64, k)
@@ -354,6 +251,12 @@ def knn_search(
         return _kdtree_knn(X64, k)
     if method == "nndescent":
         return _nndescent_knn(np.asarray(X, dtype=np.float32), k, seed)
+    if method in ("faiss", "faiss_ivf"):
+        m = k + 8 if n_candidates is None else n_candidates
+        if not (isinstance(m, int | np.integer) and m >= k):
+            raise ValueError(f"n_candidates: an int >= k = {k}, got {n_candidates!r}")
+        kind = "hnsw" if method == "faiss" else "ivf"
+        return _faiss_knn(X64, k, int(min(m + 1, n)), kind, seed)
     if method == "pca":
         if not (isinstance(n_components, int | np.integer) and n_components >= 1):
             raise ValueError(f"n_components: a positive int, got {n_components!r}")
@@ -365,5 +268,5 @@ def knn_search(
         return _projected_knn(X64, k, n_components, m, seed)
     raise ValueError(
         f"method: unknown kNN method {method!r}; use 'auto', 'brute', 'gemm', 'kdtree', "
-        "'nndescent' or 'pca'"
+        "'faiss', 'faiss_ivf', 'nndescent' or 'pca'"
     )

@@ -1,0 +1,76 @@
+"""Process-wide settings applied when :mod:`graphssl` is imported.
+
+JAX persistent compilation cache
+--------------------------------
+Every XLA program graphssl compiles (the kNN search, the solvers, the samplers) is written
+to a cache folder and read back by later processes, so a new Python process does not pay the
+compilation again. It is on by default, in the user cache folder of the platform
+(``platformdirs.user_cache_dir("graphssl")/jax``, e.g. ``~/.cache/graphssl/jax`` on Linux).
+
+The environment variable ``GRAPHSSL_JAX_CACHE`` switches it, read once at import:
+
+* unset or empty: the default folder;
+* ``0`` (or ``off``, ``false``, ``no``): no persistent cache (JAX's own default);
+* any other value: that folder (``~`` expanded).
+
+A folder the caller already gave JAX (``jax.config.update("jax_compilation_cache_dir",
+...)`` or the ``JAX_COMPILATION_CACHE_DIR`` variable) is left as it is. Programs that compile
+in under ``min_compile_seconds`` (0.1 s; JAX's default is 1 s) are not written: below that,
+reading an entry back saves too little. Measured by benchmarks/bench_cost.py (cold process,
+fits at n = 10^3 and 10^4) — see its JSON for the figures with and without the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+__all__ = ["CACHE_ENV", "compilation_cache_dir", "configure_compilation_cache"]
+
+CACHE_ENV = "GRAPHSSL_JAX_CACHE"
+_OFF = {"0", "off", "false", "no"}
+_MIN_COMPILE_SECONDS = 0.1
+
+
+def compilation_cache_dir(setting: str | None = None) -> pathlib.Path | None:
+    """The cache folder that ``setting`` (default: ``$GRAPHSSL_JAX_CACHE``) asks for, or
+    ``None`` when it switches the cache off."""
+    if setting is None:
+        setting = os.environ.get(CACHE_ENV, "")
+    setting = setting.strip()
+    if setting.lower() in _OFF:
+        return None
+    if setting:
+        return pathlib.Path(setting).expanduser()
+    import platformdirs
+
+    return pathlib.Path(platformdirs.user_cache_dir("graphssl")) / "jax"
+
+
+def configure_compilation_cache(
+    setting: str | None = None, *, min_compile_seconds: float = _MIN_COMPILE_SECONDS
+) -> pathlib.Path | None:
+    """Point JAX's persistent compilation cache at :func:`compilation_cache_dir`.
+
+    Returns the folder in use (``None``: cache off, or a folder set by the caller is kept and
+    returned unchanged). Called once by ``import graphssl``; call it again to change the
+    folder within a process (``setting="0"`` turns it off).
+    """
+    import jax
+
+    if setting is None and (
+        jax.config.jax_compilation_cache_dir or os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    ):
+        existing = jax.config.jax_compilation_cache_dir
+        return pathlib.Path(existing) if existing else None
+    folder = compilation_cache_dir(setting)
+    if folder is None:
+        jax.config.update("jax_compilation_cache_dir", None)
+        return None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # read-only home, no permission: run without the cache
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_seconds))
+    return folder

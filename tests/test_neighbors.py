@@ -1,0 +1,115 @@
+"""graphssl.neighbors: the faiss back ends, the choice of ``method="auto"``, the optional
+extra's messages; graphssl.config: the compilation-cache switch."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from graphssl import config, neighbors
+from graphssl.neighbors import auto_method, knn_search
+
+
+@pytest.fixture(scope="module")
+def points():
+    rng = np.random.default_rng(0)
+    centres = 4.0 * rng.normal(size=(5, 12))
+    return centres[rng.integers(0, 5, 1500)] + rng.normal(size=(1500, 12))
+
+
+@pytest.fixture(scope="module")
+def exact(points):
+    """Exact ``(indices, distances)`` from the full distance matrix (n = 1500)."""
+    distances = np.linalg.norm(points[:, None] - points[None], axis=2)
+    np.fill_diagonal(distances, np.inf)
+    indices = np.argsort(distances, axis=1, kind="stable")[:, :8]
+    return indices, np.take_along_axis(distances, indices, axis=1)
+
+
+def _recall(distances, exact_distances):
+    return float(np.mean(distances <= exact_distances[:, -1:] * (1 + 1e-12)))
+
+
+@pytest.mark.parametrize("method, least", [("faiss", 0.99), ("faiss_ivf", 0.9)])
+def test_faiss_neighbours_are_reranked_exactly(points, exact, method, least):
+    pytest.importorskip("faiss")
+    indices, distances = knn_search(points, 8, method=method)
+    assert indices.shape == distances.shape == (1500, 8)
+    assert indices.dtype == np.int64 and distances.dtype == np.float64
+    assert not np.any(indices == np.arange(1500)[:, None]), "a point is its own neighbour"
+    assert np.all(np.diff(distances, axis=1) >= 0), "rows not sorted by distance"
+    # the returned distances are the exact float64 distances of the returned indices
+    direct = np.linalg.norm(points[indices] - points[:, None], axis=2)
+    np.testing.assert_allclose(distances, direct, rtol=1e-12, atol=1e-12)
+    assert _recall(distances, exact[1]) >= least
+    same = np.all(indices == exact[0], axis=1)
+    np.testing.assert_allclose(distances[same], exact[1][same], rtol=1e-12)
+
+
+def test_faiss_finds_a_duplicate_at_distance_zero(points):
+    pytest.importorskip("faiss")
+    X = points.copy()
+    X[7] = X[3]
+    indices, distances = knn_search(X, 3, method="faiss")
+    assert indices[3, 0] == 7 and indices[7, 0] == 3
+    assert distances[3, 0] == 0.0 and distances[7, 0] == 0.0
+
+
+def test_faiss_checks_n_candidates(points):
+    with pytest.raises(ValueError, match="n_candidates"):
+        knn_search(points, 8, method="faiss", n_candidates=3)
+
+
+def test_auto_method_thresholds(monkeypatch):
+    assert auto_method(10**6, 3) == "kdtree"
+    assert auto_method(1000, 64) == "brute"
+    assert auto_method(neighbors._APPROXIMATE_MIN_N, 64) == "gemm"
+    installed = {"faiss": True, "pynndescent": True}
+    monkeypatch.setattr(neighbors, "_installed", lambda name: installed[name])
+    big = neighbors._APPROXIMATE_MIN_N + 1
+    assert auto_method(big, 64) == "faiss"
+    installed["faiss"] = False
+    assert auto_method(big, 64) == "nndescent"
+    installed["pynndescent"] = False
+    with pytest.warns(UserWarning, match=r"graphssl\[scale\]"):
+        assert auto_method(big, 64) == "gemm"
+
+
+def test_missing_optional_back_end_names_the_extra(monkeypatch, points):
+    import importlib
+
+    real = importlib.import_module
+
+    def missing(name, *args):
+        if name in ("faiss", "pynndescent"):
+            raise ImportError(f"No module named {name!r}")
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", missing)
+    for method in ("faiss", "faiss_ivf", "nndescent"):
+        with pytest.raises(ImportError, match=r"pip install 'graphssl\[scale\]'"):
+            knn_search(points[:50], 3, method=method)
+
+
+def test_compilation_cache_setting(monkeypatch, tmp_path):
+    import jax
+
+    assert config.compilation_cache_dir("0") is None
+    assert config.compilation_cache_dir(" off ") is None
+    assert config.compilation_cache_dir(str(tmp_path)) == tmp_path
+    monkeypatch.delenv(config.CACHE_ENV, raising=False)
+    default = config.compilation_cache_dir()
+    assert default.parts[-2:] == ("graphssl", "jax")
+    monkeypatch.setenv(config.CACHE_ENV, "0")
+    assert config.compilation_cache_dir() is None
+    before = jax.config.jax_compilation_cache_dir
+    try:
+        folder = config.configure_compilation_cache(str(tmp_path / "cache"))
+        assert folder == tmp_path / "cache" and folder.is_dir()
+        assert pathlib.Path(jax.config.jax_compilation_cache_dir) == folder
+        assert config.configure_compilation_cache("0") is None
+        assert jax.config.jax_compilation_cache_dir is None
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before)
