@@ -13,6 +13,17 @@ state (we vmap ourselves, branching on ``numpyro.util.is_prng_key`` as numpyro's
 ``az.from_numpyro`` reads ``mcmc.sampler.model``, so ``model`` is an attribute (``None``: our
 label model is ``label_model``). The model may also be passed at run time,
 ``mcmc.run(key, model)``, which lets numpyro's ``jit_model_args`` reuse one compile.
+
+Two things keep the adapter's per-step cost at that of
+:func:`~graphssl.inference.mcmc.chains.sample_chains` (``benchmarks/bench_numpyro_overhead.py``):
+the kernel's ``prepare`` (e.g. chromatic Gibbs' bucket layout) is done once in ``init`` and
+the prepared model carried in the state (``step_model``), not redone every step; and with
+``chain_method="vectorized"`` the chains are mapped the way ``sample_chains`` maps them
+(``chain_map="auto"``: ``lax.map``, one chain after another, on a single CPU device, where
+XLA's batched gathers halved chromatic Gibbs' per-chain throughput; ``vmap`` elsewhere).
+
+Programs (numpyro models with label fields) are driven by
+:mod:`graphssl.inference.mcmc.numpyro_gibbs` instead; this adapter runs a bare label model.
 """
 
 from __future__ import annotations
@@ -25,13 +36,15 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
 from graphssl.inference.mcmc.chains import storage_dtype
+from graphssl.inference.mcmc.kernels import prepared
 
 __all__ = ["NumpyroKernel", "NumpyroState"]
 
 
 class NumpyroState(NamedTuple):
     """``i``: steps done; ``z``: ``{"labels": int8/16[n]}`` (the sample field);
-    ``energy``; ``stats``: the kernel's info; ``kernel_state``; ``rng_key``: the chain key."""
+    ``energy``; ``stats``: the kernel's info; ``kernel_state``; ``rng_key``: the chain key;
+    ``step_model``: the model as prepared by the kernel's ``prepare`` (once, in ``init``)."""
 
     i: jax.Array
     z: dict
@@ -39,24 +52,34 @@ class NumpyroState(NamedTuple):
     stats: dict
     kernel_state: Any
     rng_key: jax.Array
+    step_model: Any
 
 
 class NumpyroKernel(MCMCKernel):
     """Wrap ``kernel`` (a ``Kernel(init, step)``) and a label ``model`` for numpyro's MCMC.
 
     ``init_params`` (numpyro's argument) may be ``{"labels": int[n]}`` or ``int[n]``
-    (``[chains, n]`` when vectorized).
+    (``[chains, n]`` when vectorized). ``chain_map``: how vectorized chains are mapped,
+    ``"auto"`` (``"sequential"`` on a single CPU device, else ``"vmap"``), ``"vmap"`` or
+    ``"sequential"`` (``lax.map``); the draws are the same.
     """
 
     sample_field = "z"
 
-    def __init__(self, kernel, model=None):
+    def __init__(self, kernel, model=None, *, chain_map: str = "auto"):
+        if chain_map not in ("auto", "vmap", "sequential"):
+            raise ValueError(f"chain_map: use 'auto', 'vmap' or 'sequential', got {chain_map!r}")
+        if chain_map == "auto":
+            single_cpu = jax.local_device_count() == 1 and jax.default_backend() == "cpu"
+            chain_map = "sequential" if single_cpu else "vmap"
+        self.chain_map = chain_map
         self.kernel = kernel
         self.label_model = model
         self.model = None  # read by az.from_numpyro; we are not a numpyro model
         self._init_single = jax.jit(self._init_one)
         self._init_batched = jax.jit(jax.vmap(self._init_one, in_axes=(None, 0, None)))
         self._init_batched_labels = jax.jit(jax.vmap(self._init_one, in_axes=(None, 0, 0)))
+        self._prepare = jax.jit(lambda model: prepared(kernel, model))
 
     def _model(self, model_args):
         model = model_args[0] if model_args else self.label_model
@@ -81,20 +104,28 @@ class NumpyroKernel(MCMCKernel):
             stats=stats,
             kernel_state=state,
             rng_key=chain_key,
+            step_model=None,
         )
 
     def init(self, rng_key, num_warmup, init_params, model_args, model_kwargs):
         model = self._model(model_args)
+        check = getattr(self.kernel, "check", None)
+        if check is not None and not any(isinstance(x, jax.core.Tracer)
+                                         for x in jax.tree_util.tree_leaves(model)):
+            check(model)
         labels = init_params.get("labels") if isinstance(init_params, dict) else init_params
         if is_prng_key(rng_key):
-            return self._init_single(model, rng_key, labels)
-        if labels is None or jnp.ndim(labels) == 1:
-            return self._init_batched(model, rng_key, labels)
-        return self._init_batched_labels(model, rng_key, labels)
+            state = self._init_single(model, rng_key, labels)
+        elif labels is None or jnp.ndim(labels) == 1:
+            state = self._init_batched(model, rng_key, labels)
+        else:
+            state = self._init_batched_labels(model, rng_key, labels)
+        # one prepared model shared by all chains (not batched: no per-chain copies)
+        return state._replace(step_model=self._prepare(model))
 
-    def _sample_one(self, model, state):
+    def _sample_one(self, model, step_model, state):
         key = jax.random.fold_in(state.rng_key, state.i)
-        kernel_state, info = self.kernel.step(model, key, state.kernel_state)
+        kernel_state, info = self.kernel.step(step_model, key, state.kernel_state)
         labels = kernel_state.labels
         return NumpyroState(
             i=state.i + 1,
@@ -103,13 +134,19 @@ class NumpyroKernel(MCMCKernel):
             stats=info,
             kernel_state=kernel_state,
             rng_key=state.rng_key,
+            step_model=None,
         )
 
     def sample(self, state, model_args, model_kwargs):
         model = self._model(model_args)
+        step_model, chains = state.step_model, state._replace(step_model=None)
         if jnp.ndim(state.i) == 0:
-            return self._sample_one(model, state)
-        return jax.vmap(self._sample_one, in_axes=(None, 0))(model, state)
+            new = self._sample_one(model, step_model, chains)
+        elif self.chain_map == "sequential":
+            new = jax.lax.map(lambda s: self._sample_one(model, step_model, s), chains)
+        else:
+            new = jax.vmap(self._sample_one, in_axes=(None, None, 0))(model, step_model, chains)
+        return new._replace(step_model=step_model)
 
     def postprocess_fn(self, model_args, model_kwargs):
         return lambda z: z
