@@ -13,8 +13,8 @@ Back ends (``order=``):
 * ``"largest_first"`` / ``"natural"``: the sequential greedy pass in those orders (a host
   loop over the nodes, ~3 us a node at mean degree 18: small graphs only).
 
-``"auto"`` picks by size from ``benchmarks/bench_coloring.py`` (10^6 nodes, kNN-like,
-k = 10, 2 CPU cores; figures in its JSON): see :func:`greedy_coloring`.
+``"auto"`` picks by size and degree from ``benchmarks/bench_coloring.py`` (10^6 nodes,
+kNN-like, k = 10, 2 CPU cores; figures in its JSON): see :func:`greedy_coloring`.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ def undirected_csr(graph) -> tuple[np.ndarray, np.ndarray]:
 
 
 _JP_MIN_NODES = 200_000
+_PYTHON_MAX_NEIGHBOURS = 2_000_000
 
 
 def greedy_coloring(graph, order: str = "auto", seed: int = 0) -> np.ndarray:
@@ -66,10 +67,14 @@ def greedy_coloring(graph, order: str = "auto", seed: int = 0) -> np.ndarray:
         vectorised NumPy: a node takes the smallest colour free among its neighbours once
         every neighbour ahead of it in the order has one -- the colouring the sequential
         pass in that order gives; maximum degree < 64), ``"largest_first"`` (Welsh–Powell,
-        a host loop), ``"natural"`` or ``"auto"``: igraph below 2*10^5 nodes or at maximum
-        degree >= 64, jones_plassmann above (at 10^6 nodes igraph's graph construction from
-        Python alone costs more than the whole Jones–Plassmann colouring;
-        ``benchmarks/bench_coloring.py``).
+        a host loop), ``"natural"`` or ``"auto"``: jones_plassmann from 2*10^5 nodes when
+        the maximum degree is < 64, largest_first below that up to 2*10^6 stored
+        neighbours, igraph otherwise. Measured at 10^6 nodes, mean degree 18, 2 CPU cores
+        (``benchmarks/bench_coloring.py``, CPU seconds): igraph 5.3 (of which building its
+        graph from the edge list in Python is the larger part), jones_plassmann 1.6,
+        largest_first 1.8; so igraph only takes the cases the other two handle badly
+        (dense graphs: jones_plassmann's colour bitmask is one 64-bit word, and the Python
+        loop's cost grows with the edges).
       seed: tie-breaking seed of ``"jones_plassmann"``.
     Uses at most ``max_degree + 1`` colours.
     """
@@ -87,7 +92,10 @@ def csr_coloring(indptr, nbrs, order: str = "auto", seed: int = 0) -> np.ndarray
     degree = np.diff(indptr)
     max_degree = int(degree.max()) if n else 0
     if order == "auto":
-        order = "jones_plassmann" if n >= _JP_MIN_NODES and max_degree < 64 else "igraph"
+        if max_degree < 64 and n >= _JP_MIN_NODES:
+            order = "jones_plassmann"
+        else:
+            order = "largest_first" if nbrs.size <= _PYTHON_MAX_NEIGHBOURS else "igraph"
     if order == "igraph":
         return _igraph_coloring(indptr, nbrs)
     if order == "jones_plassmann":
