@@ -226,12 +226,11 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             warnings.simplefilter("ignore", UnreachedNodesWarning)
             dist = np.array(self._label_distributions(graph, encoded, n_classes),
                             dtype=np.float64)
-        dist = _normalized_rows(dist, type(self).__name__)
         unreached = self._unreached_mask(graph, encoded)
         self.n_unreached_ = int(unreached.sum())
+        nodes = np.flatnonzero(unreached)
+        self._unreached_fill = (nodes, self._unreached_proba(nodes, encoded, n_classes))
         if self.n_unreached_:
-            nodes = np.flatnonzero(unreached)
-            dist[nodes] = self._unreached_proba(nodes, encoded, n_classes)
             warnings.warn(
                 f"{type(self).__name__}: {self.n_unreached_} of {graph.n_nodes} nodes lie in "
                 "connected components without a labelled node; no label reaches them, so they "
@@ -239,7 +238,6 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                 "each component or connect the graph (larger k).",
                 UnreachedNodesWarning, stacklevel=3,
             )
-        self._unreached = unreached
         self._set_label_distributions(dist)
         return self
 
@@ -253,16 +251,19 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         return np.broadcast_to(prior / prior.sum(), (len(nodes), n_classes))
 
     def _set_label_distributions(self, dist) -> None:
-        """``label_distributions_``, ``transduction_`` and ``map_labels_`` (where the hook
-        set ``_map_encoded``), all in the values of ``classes_``."""
+        """``label_distributions_`` (unreached nodes filled in), ``transduction_`` and
+        ``map_labels_`` (where the hook set ``_map_encoded``), in the values of ``classes_``;
+        also called by estimators that update a fit (more draws)."""
+        dist = np.array(dist, dtype=np.float64)
+        nodes, fill = self._unreached_fill
+        dist[nodes] = fill  # unreached nodes: the class prior (or the feature model's)
+        dist = _normalized_rows(dist, type(self).__name__)
         self.label_distributions_ = dist
         self.transduction_ = self.classes_[self._decision(dist)]
         map_encoded = getattr(self, "_map_encoded", None)
         if map_encoded is not None:
             map_encoded = np.array(map_encoded, dtype=np.int64)
-            unreached = getattr(self, "_unreached", None)
-            if unreached is not None and unreached.shape == map_encoded.shape:
-                map_encoded[unreached] = np.argmax(dist[unreached], axis=1)
+            map_encoded[nodes] = np.argmax(dist[nodes], axis=1)
             self.map_labels_ = self.classes_[map_encoded]
 
     # ------------------------------------------------------------------ prediction

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from graphssl.estimators.base import GraphSSLClassifier
-from graphssl.graph import row_normalize, symmetrize
+from graphssl.graph import row_normalize
 from graphssl.inference.optimize.mean_field import (
     MeanFieldOptions,
     mean_field_labels,
@@ -175,8 +175,10 @@ class PottsClassifier(GraphSSLClassifier):
         self.feature_fit_ = None
         self.beta_ = self._resolve_beta(labels, n_classes)
         coupling = self._normalized(graph)
+        # a row-normalised W (Eq. 9) is directed by design: the model's couplings are
+        # (W + W^T) / 2, the directed W is kept for the paper's mean field (Eq. 16)
         model = PottsModel.from_labels(coupling, labels, n_classes, beta=self.beta_,
-                                       clamp=bool(self.clamp))
+                                       clamp=bool(self.clamp), asymmetric="symmetrize")
         self.model_ = model
         solution, info = naive_mean_field(model, options=self._mean_field_options())
         self.mean_field_, self.mean_field_info_ = solution, info
@@ -229,12 +231,6 @@ class PottsClassifier(GraphSSLClassifier):
         from graphssl.inference.mcmc.gibbs import chromatic_gibbs
         from graphssl.inference.mcmc.swendsen_wang import swendsen_wang
 
-        if not model.graph.is_symmetric():
-            model = dataclasses.replace(
-                model, graph=symmetrize(model.graph, "mean"))
-            index, weight = model.graph.padded_neighbors()
-            model = dataclasses.replace(model, neighbor_index=index, neighbor_weight=weight)
-            self.model_ = model
         if self.inference == "gibbs":
             kernel = chromatic_gibbs(model.graph)
         else:
