@@ -127,15 +127,22 @@ def test_feature_models_need_X_on_a_graph(karate, cls):
         cls().fit_graph(G, y)
 
 
-def test_models_learning_from_features_use_the_given_graph(karate):
-    G, y, truth = karate
-    X = np.asarray(nx.to_numpy_array(G) @ np.random.default_rng(0).normal(size=(34, 2)))
-    hm = HarmonicMixtureClassifier(n_components=3, max_iter=20).fit_graph(G, y, X=X)
-    assert hm.label_distributions_.shape == (34, 2)
-    bm = BoltzmannMRFClassifier(n_restarts=1, max_iter=2, n_chains=2, n_samples=20, burn_in=5,
-                                method="gibbs").fit_graph(G, y, X=X)
-    assert bm.label_distributions_.shape == (34, 2)
-    np.testing.assert_allclose(bm.label_distributions_.sum(1), 1.0)
+def test_models_learning_from_features_use_the_given_graph():
+    # two 6-cliques joined by one edge; features separate them too
+    G = nx.disjoint_union(nx.complete_graph(6), nx.complete_graph(6))
+    G.add_edge(5, 6)
+    X = np.repeat([[0.0, 0.0], [3.0, 3.0]], 6, axis=0)
+    X += np.random.default_rng(0).normal(0, 0.3, X.shape)
+    y = np.full(12, -1)
+    y[[0, 11]] = [0, 1]
+    truth = np.repeat([0, 1], 6)
+    hm = HarmonicMixtureClassifier(n_components=2, max_iter=5).fit_graph(G, y, X=X)
+    assert np.mean(hm.transduction_ == truth) >= 0.9
+    bm = BoltzmannMRFClassifier(model="basic", n_restarts=1, max_iter=2).fit_graph(G, y, X=X)
+    assert bm.method_ == "enumeration"  # auto: 2^12 configurations
+    assert bm.theta_ is not None and np.mean(bm.transduction_ == truth) >= 0.9
+    # the pairs are the graph's 31 edges (both directions), not a dense or kNN set
+    assert bm._pair_graph.n_edges == 62
 
 
 @pytest.mark.parametrize("make", [

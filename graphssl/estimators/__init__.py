@@ -1,4 +1,12 @@
-"""scikit-learn compatible classifiers over the models (``y = -1`` marks unlabelled points).
+"""scikit-learn compatible classifiers over the models.
+
+Every estimator has ``fit(X, y)`` (a kNN graph of the features), ``fit_graph(graph, y,
+X=None)`` (your own graph: networkx, scipy.sparse or dense affinity matrix, edge list, or a
+:class:`graphssl.graph.Graph`; optional node features), ``predict``, ``predict_proba``,
+``transduction_``, ``label_distributions_`` and ``classes_``
+(:class:`~graphssl.estimators.base.GraphSSLClassifier`). Labels may be of any type; unlabelled
+points are ``-1`` for numeric labels and ``None``, ``""`` or ``NaN`` for other types.
+Every estimator passes scikit-learn's ``check_estimator`` (tests/test_sklearn_conformance.py).
 
 Imports are lazy, so ``import graphssl.estimators`` stays cheap; every class is importable
 from here or from its own module (e.g. ``graphssl.estimators.potts.PottsClassifier``).
