@@ -60,7 +60,7 @@ def test_chain_map_gives_the_same_draws(kernels, models):
     draws = []
     for chain_map in ("sequential", "vmap"):
         mcmc = MCMC(NumpyroKernel(kernels["swendsen_wang"], chain_map=chain_map), num_warmup=3,
-                    num_samples=20, num_chains=3, chain_method="vectorized", progress_bar=False)
+                    num_samples=5, num_chains=2, chain_method="vectorized", progress_bar=False)
         mcmc.run(jax.random.key(5), models[(True, True)])
         draws.append(np.asarray(mcmc.get_samples()["labels"]))
     np.testing.assert_array_equal(draws[0], draws[1])
