@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 import pathlib
 import sys
@@ -119,7 +120,7 @@ def _client(workers: int, scheduler: str | None):
         client = Client(scheduler)
         return client, client.close
     cluster = LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True,
-                           dashboard_address=None)
+                           dashboard_address=None, silence_logs=logging.ERROR)
     client = Client(cluster)
 
     def close():
@@ -301,7 +302,8 @@ def format_table(summary: dict[str, dict], budget: ConvergenceBudget | None = No
     are marked ``*`` and explained below the table. R-hat is the largest and ESS the
     smallest over the invariant statistics (energy, class sizes, co-assignment)."""
     budget = ConvergenceBudget() if budget is None else budget
-    header = f"{'model':<18}" + "".join(f"{label:>10}" for _, label in _COLUMNS)
+    width = max([20] + [len(name) + 3 for name in summary])
+    header = f"{'model':<{width}}" + "".join(f"{label:>10}" for _, label in _COLUMNS)
     lines = [header, "-" * len(header)]
     for name, row in summary.items():
         cells = []
@@ -314,7 +316,7 @@ def format_table(summary: dict[str, dict], budget: ConvergenceBudget | None = No
             else:
                 cells.append(f"{value:>10.4f}")
         mark = " *" if row.get("converged") is False else ""
-        line = f"{name + mark:<18}" + "".join(cells)
+        line = f"{name + mark:<{width}}" + "".join(cells)
         if row["errors"]:
             line += f"   error: {row['errors'][0][:60]}"
         lines.append(line)
