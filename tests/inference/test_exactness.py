@@ -163,3 +163,24 @@ def test_permutation_move_draws_non_identity_permutations_while_clamped(main):
             changed += 1
             np.testing.assert_array_equal(new_labels, np.array([3, 0, 2, 2, 3, 1, 3, 2, 0]))
     assert 5 <= changed <= 35  # half the proposals are the swap, accepted with min(1, r) < 1
+
+
+def test_symmetry_check_is_sharp():
+    """The host check catches one perturbed slot (1e-4 relative) and passes the exact
+    tables, float64 and float32; padding with a coupling is refused too."""
+    from graphssl.models.protocol import check_pairwise_tables
+
+    model = E.main_model()
+    check_pairwise_tables(model)
+    for dtype in (np.float64, np.float32):
+        w = np.asarray(model.neighbor_weight).astype(dtype)
+        check_pairwise_tables(dataclasses.replace(model, neighbor_weight=w))
+        w[3, 1] *= 1 + 1e-4
+        with pytest.raises(ValueError, match="not symmetric"):
+            check_pairwise_tables(dataclasses.replace(model, neighbor_weight=w))
+    index = np.asarray(model.neighbor_index)
+    row, slot = np.argwhere(index == np.arange(index.shape[0])[:, None])[0]
+    w = np.asarray(model.neighbor_weight).copy()
+    w[row, slot] = 0.5
+    with pytest.raises(ValueError, match="padding"):
+        check_pairwise_tables(dataclasses.replace(model, neighbor_weight=w))
