@@ -157,6 +157,16 @@ def diffusion_mixture_program(model: DirichletDiffusionMixture, *, alpha_prior=N
     heat-kernel p.m.f., ``xi_i | beta_i ~ D_tau[:, beta_i]``, observed ``xi_i = i`` (Eq. 3).
     ``alpha_prior``: a distribution on ``alpha`` (it enters only the normalised Eq. 6, so NUTS
     may sample it); default: the model's ``alpha``. Sites: ``labels``, ``centres``.
+
+    Example (Walder's iteration as the discrete step; add ``(NUTS(program), None)`` as a
+    second block when ``alpha_prior`` is given)::
+
+        from graphssl.inference.mcmc.numpyro_gibbs import MixtureFieldGibbs, ProgramGibbs
+
+        block = MixtureFieldGibbs(diffusion_mixture_program)
+        mcmc = MCMC(ProgramGibbs([(block, ["labels", "centres"])]), num_warmup=100,
+                    num_samples=500, progress_bar=False)
+        mcmc.run(key, DirichletDiffusionMixture.create(graph, labels, tau=2.0))
     """
     m = model.n_nodes
     alpha = model.alpha if alpha_prior is None else numpyro.sample("alpha", alpha_prior)
