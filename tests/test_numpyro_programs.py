@@ -252,6 +252,10 @@ def test_rule_refuses_nuts_on_normaliser_and_non_separable_sites():
                 num_samples=1, progress_bar=False)
     with pytest.raises(ValueError, match="exchange="):
         mcmc.run(jax.random.key(0), X_FEATURES, GRAPH, LABELS)
+    mcmc = MCMC(label_field_gibbs(normaliser_violation, swendsen_wang()), num_warmup=1,
+                num_samples=1, num_chains=2, chain_method=jit_vmap, progress_bar=False)
+    with pytest.raises(ValueError, match="exchange="):  # checked on a prototype under jit
+        mcmc.run(jax.random.key(0), X_FEATURES, GRAPH, LABELS)
     mcmc = MCMC(label_field_gibbs(class_size_site, swendsen_wang(), continuous=False),
                 num_warmup=1, num_samples=1, progress_bar=False)
     with pytest.raises(ValueError, match="node by node"):
