@@ -248,3 +248,4 @@ def test_citeseer_loads_as_documented():
     assert data.n_one_directional == 4552 and data.n_components == 438
     assert data.features.shape == (3327, 3703) and data.n_classes == 6
     assert (data.train_mask.sum(), data.val_mask.sum(), data.test_mask.sum()) == (120, 500, 1000)
+

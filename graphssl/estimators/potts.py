@@ -215,6 +215,11 @@ class PottsClassifier(GraphSSLClassifier):
             burn_in=int(self.burn_in), seed=self._seed())
         self.samples_, self._map_encoded = samples, map_labels
         self._training_labels = np.asarray(labels)
+        from graphssl.diagnostics import check_convergence
+
+        self.convergence_ = check_convergence(  # warns (ConvergenceWarning) when unconverged
+            samples, model=fit.model, observed_labels=labels, source=type(self).__name__,
+            stacklevel=3)
         return marginals
 
     def _unreached_mask(self, graph, labels):
