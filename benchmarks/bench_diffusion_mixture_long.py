@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
 import jax
 import numpy as np
@@ -38,6 +37,7 @@ from bench_diffusion_mixture import (
     loo_select,
     peers,
     split_run,
+    timed_sampler,
 )
 
 from graphssl.inference.diffusion_mixture import sampler as dms
@@ -68,17 +68,11 @@ def run_dataset(name, args, key):
     static = dict(n_chains=1, n_iterations=args.iterations, burn_in=args.burn_in,
                   thin=args.thin, max_components=2, moves=(1, 1, 0), init_beta="self")
     init = np.stack(inits).astype(np.int32)
-    t = time.perf_counter()
-    compiled = dms._sample_jit.lower(batch, key, init_labels=init, init_noise=np.float32(0.0),
-                                     **static).compile()
-    compile_s = time.perf_counter() - t
     load_before = os.getloadavg()
-    t = time.perf_counter()
-    samples = jax.block_until_ready(compiled(batch, key, init_labels=init,
-                                             init_noise=np.float32(0.0)))
-    run_s = time.perf_counter() - t
-    post = dms.posterior_mean_labels(samples)  # Rao-Blackwellised, all iterations
-    draws = np.asarray(samples.labels)  # [splits, chains, draws, m]
+    samples, run_s, compile_s = timed_sampler(batch, key, static, init)
+    post = dms.class_marginals(samples, len(models))  # Rao-Blackwellised, all iterations
+    draws = np.asarray(samples.labels)  # [splits * chains, draws, m], split-major
+    draws = draws.reshape((len(models), -1) + draws.shape[1:])
     half = draws.shape[2] // 2
     for r, info in enumerate(meta):
         lab_idx = splits[LABELS][info["split"]]

@@ -2,12 +2,12 @@
 
 Digit1, split 0 with 10 labels, the 10-label protocol of Walder Sec. 5 (k = 10, tau = 5,
 alpha = 0.5, gamma = 0.8), 4 chains from the Parzen start. For each move setting (attempts per
-iteration of ``dms.MOVES``) it times ``--iterations`` iterations (AOT-compiled, compile
-excluded; the fastest of ``--repeats`` runs) and reports milliseconds per iteration;
+iteration of ``dms.MOVES``) it times ``--iterations`` iterations (compile excluded: a first
+run compiles; the fastest of ``--repeats`` runs) and reports milliseconds per iteration;
 ``(0, 0)`` is the Gibbs sweep alone, so a row minus that one is the cost of its moves.
 
 The moves draw categorical indices (a centre, a node, a partner) from one uniform through the
-blocked inverse CDF (``diffusion_mixture_moves._categorical``, O(n)). The peer, in the same
+blocked inverse CDF (``diffusion_mixture.proposals.categorical``, O(n)). The peer, in the same
 run, is the same sampler with ``jax.random.categorical`` (n Gumbel variates per draw) and the
 member slots from a stable ``argsort`` (what the moves used before): the table gives both
 and their ratio. Both samplers draw from the same distributions (the exactness tests of
@@ -33,8 +33,12 @@ import jax.numpy as jnp
 import numpy as np
 from bench_diffusion_mixture import RESULTS, Diffusions, load, split_run
 
-from graphssl.inference.diffusion_mixture import moves as moves_module
+from graphssl.inference.diffusion_mixture import cluster_moves, proposals, split_merge
+from graphssl.inference.diffusion_mixture import moves as paper_moves
 from graphssl.inference.diffusion_mixture import sampler as dms
+
+# the modules whose moves draw through proposals.categorical / proposals.member_slots
+_USERS = (proposals, paper_moves, split_merge, cluster_moves)
 
 SETTINGS = [(0, 0), (20, 0), (0, 1), (0, 0, 0, 4), (0, 0, 0, 0, 0, 0, 10),
             (20, 1, 0, 4, 0, 0, 10)]
@@ -48,19 +52,22 @@ def _sorted_member_slots(members, max_members):
     index = jnp.argsort(~members, stable=True)[:max_members]
     count = jnp.sum(members)
     used = jnp.arange(index.shape[0]) < count
-    return moves_module._Slots(jnp.where(used, index, 0), used, count)
+    return proposals.Slots(jnp.where(used, index, 0), used, count)
 
 
 @contextlib.contextmanager
 def peer_draws():
     """The moves with Gumbel categorical draws and sorted member slots (the peer)."""
-    saved = moves_module._categorical, moves_module._member_slots
-    moves_module._categorical, moves_module._member_slots = (_gumbel_categorical,
-                                                             _sorted_member_slots)
+    names = {"categorical": _gumbel_categorical, "member_slots": _sorted_member_slots}
+    saved = [(mod, name, getattr(mod, name)) for mod in _USERS for name in names
+             if hasattr(mod, name)]
+    for mod, name, _ in saved:
+        setattr(mod, name, names[name])
     try:
         yield
     finally:
-        moves_module._categorical, moves_module._member_slots = saved
+        for mod, name, value in saved:
+            setattr(mod, name, value)
 
 
 def ms_per_iteration(model, init, moves, n_iterations, repeats):
@@ -68,18 +75,18 @@ def ms_per_iteration(model, init, moves, n_iterations, repeats):
     caller can check that the peer's draws really are other draws)."""
     jax.clear_caches()  # trace afresh: the peer's draws are patched module globals
     static = dict(n_chains=4, n_iterations=n_iterations, burn_in=0, thin=10, max_components=2,
-                  moves=moves, init_beta="self", engine="scan", block_size=24)
+                  moves=moves, init_beta="self", engine="scan", block_size=24,
+                  init_noise=0.1)
     key = jax.random.PRNGKey(0)
-    noise = jnp.asarray(0.1, model.alpha.dtype)
-    compiled = dms._sample_jit.lower(model, key, init_labels=init, init_noise=noise,
-                                     **static).compile()
+    run = lambda: jax.block_until_ready(dms.sample_mixture(model, key, init_labels=init,  # noqa: E731
+                                                           **static))
+    run()  # compiles
     seconds = []
     for _ in range(repeats):  # the fastest of a few runs: the machine's load only adds time
         t = time.perf_counter()
-        samples = jax.block_until_ready(compiled(model, key, init_labels=init,
-                                                 init_noise=noise))
+        samples = run()
         seconds.append(time.perf_counter() - t)
-    return 1000 * min(seconds) / n_iterations, np.asarray(samples.final_state.y)
+    return 1000 * min(seconds) / n_iterations, np.asarray(samples.final_state.labels)
 
 
 def main():

@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from _portable import portable
-from bench_diffusion_mixture import RESULTS, Diffusions, load, split_run
+from bench_diffusion_mixture import RESULTS, Diffusions, load, split_run, timed_sampler
 
 from graphssl import diagnostics
 from graphssl.inference.diffusion_mixture import sampler as dms
@@ -64,22 +64,13 @@ def run(model, parzen, y, test, moves, args):
                   init_beta="self" if args.init == "parzen" else "random",
                   engine=dms.resolve_engine(args.engine, model), block_size=args.block_size)
     init = jnp.asarray(parzen, jnp.int32) if args.init == "parzen" else None
-    noise = jnp.asarray(0.1 if args.init == "parzen" else 0.0, model.alpha.dtype)
+    noise = 0.1 if args.init == "parzen" else 0.0
     key = jax.random.PRNGKey(args.seed)
     path = _state_path(args, moves)
     previous = pickle.loads(path.read_bytes()) if path is not None and path.is_file() else None
     load_before = os.getloadavg()
     if previous is None:
-        t = time.perf_counter()
-        compiled = dms._sample_jit.lower(model, key, init_labels=init, init_noise=noise,
-                                         **static).compile()
-        compile_s = time.perf_counter() - t
-        load_before = os.getloadavg()
-        t = time.perf_counter()
-        s = jax.block_until_ready(compiled(model, key, init_labels=init, init_noise=noise))
-        run_s = time.perf_counter() - t
-        s = s._replace(n_steps=args.burn_in + args.iterations // args.thin * args.thin,
-                       thin=args.thin)
+        s, run_s, compile_s = timed_sampler(model, key, dict(static, init_noise=noise), init)
     else:  # continue the saved chains (compile included in the time)
         t = time.perf_counter()
         s = jax.block_until_ready(dms.sample_mixture(
@@ -90,21 +81,21 @@ def run(model, parzen, y, test, moves, args):
     if path is not None:
         path.write_bytes(pickle.dumps(jax.device_get(s)))
     load_after = os.getloadavg()
-    half = int(np.asarray(s.energy).shape[-1]) // 2
+    half = int(np.asarray(s.energy).shape[-1]) // 2  # draws (one per thin iterations)
     rec = dict(moves=list(moves), iterations=args.iterations, burn_in=args.burn_in,
-               total_recorded_iterations=2 * half, resumed=previous is not None,
+               total_recorded_draws=2 * half, resumed=previous is not None,
                engine=static["engine"], compile_seconds=compile_s, run_seconds=run_s,
                iterations_per_second=(args.iterations + (0 if previous else args.burn_in))
                / run_s,
                loadavg_before=load_before, loadavg_after=load_after,
-               acceptance={k: float(np.mean(getattr(s, f"{k}_accepted")))
-                           for k in dms.MOVES})
+               acceptance={k: float(np.mean(s.stats[f"{k}_accepted"]))
+                           for k in dms.MOVES if f"{k}_accepted" in s.stats})
     for name in ("energy", "n_components", "edge_agreement"):
-        x = np.asarray(getattr(s, name), np.float64)
+        x = np.asarray(s.energy if name == "energy" else s.stats[name], np.float64)
         rec[name] = dict(zip(("rhat", "ess"), _rhat_ess(x), strict=True))
         rec[name]["rhat_second_half"] = _rhat_ess(x[:, half:])[0]
         rec[name]["chain_means"] = x.mean(axis=1).tolist()
-    conv = diagnostics.convergence_summary(dms.as_label_samples(s, model.n_classes))
+    conv = diagnostics.convergence_summary(s)
     for name in ("coassignment", "class_sizes"):
         r = np.asarray(conv[name]["rhat"])
         rec[name] = dict(max_rhat=float(np.max(r)) if r.size else None,
@@ -112,7 +103,7 @@ def run(model, parzen, y, test, moves, args):
     labels = np.asarray(s.labels)
     acc = (labels[..., test] == y[test]).mean(axis=-1)
     rec["chain_accuracy"] = acc.mean(axis=1).tolist()
-    post = dms.posterior_mean_labels(s).argmax(axis=1)
+    post = dms.posterior_mean_labels(s)
     rec["posterior_mean_accuracy"] = float(np.mean(post[test] == y[test]))
     return rec
 

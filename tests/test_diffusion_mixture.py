@@ -5,8 +5,13 @@ On a 5-node, 2-class graph (2 observed, 3 unobserved nodes) the joint over (y, b
 exact joint invariant: N exact draws are pushed through one application and the per-node
 (y_i, beta_i) tables and the joint table of the unobserved labels are compared with the
 exact ones; every cell must lie within 5 binomial standard errors (about 70 cells, so a
-false alarm has probability < 1e-4; the seeds are fixed). A full chain (sweep + both moves)
-is compared with the exact label marginals within 0.03 (autocorrelated draws).
+false alarm has probability < 1e-4; the seeds are fixed). Full chains (the kernels composed
+and run by ``sample_chains``) are compared with enumeration through independent chains:
+each of K chains gives one estimate of every statistic (label marginals, Rao–Blackwellised
+marginals, energy mean, co-assignment probabilities), and ``z = (mean over chains - exact) /
+(sd over chains / sqrt(K))`` must stay below 5 in absolute value (Student t with K - 1
+degrees of freedom: a false alarm below 2e-4 per statistic for K = 16). The same chains are
+checked to *fail* that test against the law of a model with another gamma.
 """
 
 import itertools
@@ -18,6 +23,13 @@ import numpy as np
 import pytest
 
 from graphssl.graph import Graph
+from graphssl.inference.diffusion_mixture import (
+    cluster_moves,
+    gibbs,
+    kernels,
+    moves,
+    split_merge,
+)
 from graphssl.inference.diffusion_mixture import sampler as dms
 from graphssl.models import diffusion_mixture as dm
 
@@ -83,18 +95,58 @@ def setup():
     return model, states, exact
 
 
+N_CHAINS = 16
+Z_MAX = 5.0
+
+
 @pytest.fixture(scope="module")
 def chains(setup):
     model = setup[0]
-    return dms.sample_mixture(model, jax.random.PRNGKey(5), n_chains=8, n_iterations=3000,
-                              burn_in=100, thin=3, max_components=2)
+    return dms.sample_mixture(model, jax.random.PRNGKey(5), n_chains=N_CHAINS,
+                              n_iterations=1500, burn_in=100, thin=3, max_components=2)
 
 
-_SWEEP = jax.jit(jax.vmap(dms.gibbs_sweep, in_axes=(None, 0, 0)))
-_RESAMPLE = jax.jit(jax.vmap(dms.resample_component_move, in_axes=(None, 0, 0)))
-_RELABEL = jax.jit(jax.vmap(dms.relabel_components_move, in_axes=(None, 0, 0, None)),
+PAIRS = np.array([[1, 2], [1, 3], [2, 3], [0, 2], [3, 4]])  # co-assignment pairs
+
+
+def _exact_statistics(model):
+    """Exact label marginals [M, C], energy mean and co-assignment probabilities [P]."""
+    ys, bs, p = _enumerate(model)
+    marg = np.stack([np.bincount(ys[:, i], weights=p, minlength=C) for i in range(M)])
+    energy = -np.asarray(_LOG_JOINT(model, jnp.asarray(ys), jnp.asarray(bs)))
+    co = (ys[:, PAIRS[:, 0]] == ys[:, PAIRS[:, 1]]).T @ p
+    return {"marginals": marg, "rao_blackwell": marg, "energy": np.sum(p * energy),
+            "coassignment": co}
+
+
+def _chain_statistics(samples):
+    """The same statistics estimated by each chain: arrays with a leading chain axis."""
+    labels = np.asarray(samples.labels)
+    marg = np.stack([(labels == c).mean(axis=1) for c in range(C)], axis=-1)
+    co = (labels[..., PAIRS[:, 0]] == labels[..., PAIRS[:, 1]]).mean(axis=1)
+    return {"marginals": marg, "rao_blackwell": dms.class_marginals(samples, per_chain=True),
+            "energy": np.asarray(samples.energy).mean(axis=1), "coassignment": co}
+
+
+def _max_z(samples, exact):
+    """Largest |z| over every statistic (independent chains; constant cells skipped)."""
+    worst = {}
+    for name, per_chain in _chain_statistics(samples).items():
+        per_chain = np.asarray(per_chain, np.float64)
+        k = per_chain.shape[0]
+        se = np.atleast_1d(per_chain.std(axis=0, ddof=1) / np.sqrt(k))
+        diff = np.atleast_1d(np.abs(per_chain.mean(axis=0) - exact[name]))
+        moving = se > 0
+        assert np.all(diff[~moving] < 1e-9), name  # clamped nodes: exact
+        worst[name] = float(np.max(diff[moving] / se[moving])) if moving.any() else 0.0
+    return worst
+
+
+_SWEEP = jax.jit(jax.vmap(gibbs.gibbs_sweep, in_axes=(None, 0, 0)))
+_RESAMPLE = jax.jit(jax.vmap(moves.resample_component_move, in_axes=(None, 0, 0)))
+_RELABEL = jax.jit(jax.vmap(moves.relabel_components_move, in_axes=(None, 0, 0, None)),
                    static_argnums=3)
-_REFINE = jax.jit(jax.vmap(dms.map_refine, in_axes=(None, 0)))
+_REFINE = jax.jit(jax.vmap(kernels.map_refine, in_axes=(None, 0)))
 _LOG_JOINT = jax.jit(jax.vmap(dm.log_joint, in_axes=(None, 0, 0)))
 _STATS = jax.jit(jax.vmap(dm.sufficient_statistics, in_axes=(None, 0, 0)))
 
@@ -105,7 +157,7 @@ def _keys(seed, n):
 
 def _states(model, ys, bs):
     ys, bs = jnp.asarray(ys, jnp.int32), jnp.asarray(bs, jnp.int32)
-    return dms.MixtureState(ys, bs, _STATS(model, ys, bs))
+    return gibbs.MixtureState(ys, bs, _STATS(model, ys, bs))
 
 
 def test_exact_draws_match_enumeration(setup):
@@ -176,24 +228,26 @@ def test_pair_conditional_is_eq7_of_the_joint(setup):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-12)
 
 
-def test_chain_marginals_match_enumeration(setup, chains):
+def test_chain_statistics_match_enumeration(setup, chains):
     model, samples = setup[0], chains
-    ys, bs, p = _enumerate(model)
-    exact_y = np.stack([np.bincount(ys[:, i], weights=p, minlength=C) for i in range(M)])
-    post = dms.posterior_mean_labels(samples)
-    np.testing.assert_allclose(post, exact_y, atol=0.03)
-    draws = np.asarray(samples.labels).reshape(-1, M)
-    emp = np.stack([np.bincount(draws[:, i], minlength=C) / draws.shape[0] for i in range(M)])
-    np.testing.assert_allclose(emp, exact_y, atol=0.03)
-    assert float(np.mean(samples.resample_accepted)) > 0.05
-    assert float(np.mean(samples.relabel_accepted)) > 0.01  # label-changing acceptances
-    # the best visited state is the best state of the records, and its joint is right
-    best = np.unravel_index(np.argmax(-np.asarray(samples.energy)), samples.energy.shape)
-    assert np.max(np.asarray(samples.map_log_joint)) >= -np.asarray(samples.energy)[best] - 1e-9
-    c = int(np.argmax(np.asarray(samples.map_log_joint)))
+    z = _max_z(samples, _exact_statistics(model))
+    assert max(z.values()) < Z_MAX, z
+    # teeth: the same chains are far from the law of a model with another gamma
+    wrong = _max_z(samples, _exact_statistics(_model(gamma=0.0)))
+    assert max(wrong.values()) > 3 * Z_MAX, wrong
+    assert float(np.mean(samples.stats["resample_accepted"])) > 0.05
+    assert float(np.mean(samples.stats["relabel_accepted"])) > 0.01  # label-changing ones
+    # the best visited state beats every recorded draw, and its joint is right
+    state = samples.final_state
+    best_log = np.asarray(state.best_log_joint)
+    assert best_log.max() >= -np.asarray(samples.energy).min() - 1e-9
+    c = int(np.argmax(best_log))
     np.testing.assert_allclose(
-        float(model.log_joint(samples.map_y[c], samples.map_beta[c])),
-        float(samples.map_log_joint[c]), atol=1e-9)
+        float(model.log_joint(state.best_labels[c], state.best_beta[c])), best_log[c],
+        atol=1e-9)
+    np.testing.assert_allclose(np.asarray(samples.energy[:, -1]),
+                               -np.asarray(_LOG_JOINT(model, state.labels, state.beta)),
+                               atol=1e-9)
 
 
 def test_map_refinement_never_lowers_the_joint(setup):
@@ -229,8 +283,8 @@ def test_bookkeeping_on_a_larger_graph():
     labels[:6] = [0, 1, 2, 0, 1, 2]
     model = dm.DirichletDiffusionMixture.create(knn_graph(X, 4, sigma="walder"), labels, 3,
                                                 gamma=0.8, laplacian_kind="walder")
-    state = dms.init_state(model, jax.random.PRNGKey(0))
-    sweep = jax.jit(dms.gibbs_sweep)
+    state = gibbs.init_state(model, jax.random.PRNGKey(0))
+    sweep = jax.jit(gibbs.gibbs_sweep)
     for t in range(3):
         state, _ = sweep(model, jax.random.PRNGKey(t), state)
     ref = dm.sufficient_statistics(model, state.y, state.beta)
@@ -270,7 +324,7 @@ def test_blocked_inverse_cdf_is_exact():
     rng = np.random.default_rng(0)
     w = rng.random(101) * (rng.random(101) < 0.6)
     u = jax.random.uniform(jax.random.PRNGKey(0), (N_EXACT,))
-    k = np.asarray(jax.jit(jax.vmap(dms._inverse_cdf, in_axes=(None, 0)))(jnp.asarray(w), u))
+    k = np.asarray(jax.jit(jax.vmap(gibbs._inverse_cdf, in_axes=(None, 0)))(jnp.asarray(w), u))
     freq = np.bincount(k, minlength=w.size) / k.size
     p = w / w.sum()
     assert np.all(freq[p == 0] == 0)
@@ -285,7 +339,7 @@ def test_parzen_scores_match_the_library_baseline(setup):
     np.testing.assert_allclose(np.asarray(dm.parzen_scores(setup[0])), lib, atol=1e-10)
 
 
-def _split_merge_repeated(model, keys, states, move=dms.split_merge_move):
+def _split_merge_repeated(model, keys, states, move=split_merge.split_merge_move):
     """``len(keys)`` successive attempts of a split-merge ``move`` on every state (a chain
     per state)."""
     one = jax.vmap(move, in_axes=(None, 0, 0))
@@ -320,10 +374,10 @@ def _keeps_joint(model, states, exact, move, seed):
     np.testing.assert_array_equal(np.asarray(ref.component_counts),
                                   np.asarray(new.stats.component_counts))
     return new, ref
-_MOVES = {"local": dms.split_merge_move,
-          "centred": partial(dms.centred_split_merge_move, allocation="independent"),
-          "sequential": dms.centred_split_merge_move,
-          "sequential_cap3": partial(dms.centred_split_merge_move, max_members=3)}
+_MOVES = {"local": split_merge.split_merge_move,
+          "centred": partial(split_merge.centred_split_merge_move, allocation="independent"),
+          "sequential": split_merge.centred_split_merge_move,
+          "sequential_cap3": partial(split_merge.centred_split_merge_move, max_members=3)}
 
 
 @pytest.mark.parametrize("kind, gamma", [("local", 0.8), ("local", 0.0), ("centred", 0.8),
@@ -350,7 +404,7 @@ def test_split_merge_move_leaves_joint_invariant(setup, gamma, kind):
 
 MOVES_NOT_IN_THE_PAPER = ("split_merge", "centred_split_merge", "cluster_flip", "block",
                           "component_flip")
-_FLIP = {cap: partial(dms.cluster_flip_move, max_members=cap) for cap in (2, 5)}
+_FLIP = {cap: partial(cluster_moves.cluster_flip_move, max_members=cap) for cap in (2, 5)}
 
 
 @pytest.mark.parametrize("gamma, cap", [(0.8, 5), (2.0, 5), (2.0, 2)])
@@ -369,7 +423,8 @@ def test_cluster_flip_move_leaves_joint_invariant(setup, gamma, cap):
                                np.asarray(new.stats.laplacian_indicators), atol=1e-5)
 
 
-_BLOCK = {size: partial(dms.neighbourhood_block_move, block_size=size) for size in (1, 3, 5)}
+_BLOCK = {size: partial(cluster_moves.neighbourhood_block_move, block_size=size)
+          for size in (1, 3, 5)}
 
 
 @pytest.mark.parametrize("gamma, size", [(0.8, 3), (2.0, 3), (0.0, 5), (0.8, 1)])
@@ -388,7 +443,8 @@ def test_neighbourhood_block_move_leaves_joint_invariant(setup, gamma, size):
     assert np.all(np.asarray(new.y)[:, [0, 4]] == [0, 1])
 
 
-_COMPONENT_FLIP = {cap: partial(dms.component_flip_move, max_members=cap) for cap in (1, 128)}
+_COMPONENT_FLIP = {cap: partial(cluster_moves.component_flip_move, max_members=cap)
+                   for cap in (1, 128)}
 
 
 @pytest.mark.parametrize("gamma, cap", [(0.8, 128), (0.0, 128), (2.0, 128), (0.8, 1)])
@@ -444,13 +500,12 @@ def test_chain_with_extra_moves_matches_enumeration(setup):
     """Several attempts of every move per iteration (incl. both split-merge moves, the
     cluster flip, the neighbourhood block and the component flip): exact marginals."""
     model = setup[0]
-    ys, _, p = _enumerate(model)
-    exact_y = np.stack([np.bincount(ys[:, i], weights=p, minlength=C) for i in range(M)])
-    s = dms.sample_mixture(model, jax.random.PRNGKey(6), n_chains=8, n_iterations=1000,
+    s = dms.sample_mixture(model, jax.random.PRNGKey(6), n_chains=N_CHAINS, n_iterations=500,
                            burn_in=50, thin=5, moves=(2, 2, 3, 2, 2, 2, 2), block_size=3)
-    np.testing.assert_allclose(dms.posterior_mean_labels(s), exact_y, atol=0.03)
+    z = _max_z(s, _exact_statistics(model))
+    assert max(z.values()) < Z_MAX, z
     for name in MOVES_NOT_IN_THE_PAPER:
-        assert 0.01 < float(np.mean(getattr(s, f"{name}_accepted"))) < 0.95, name
+        assert 0.01 < float(np.mean(s.stats[f"{name}_accepted"])) < 0.95, name
     with pytest.raises(ValueError, match="moves"):
         dms.sample_mixture(model, jax.random.PRNGKey(0), n_iterations=2, moves=(1, -1))
 
@@ -460,34 +515,44 @@ def test_resumed_run_draws_what_one_longer_run_draws(batched):
     model = _model()
     if batched:
         model = dms.stack_models([model, _model(gamma=0.0)])
-    kw = dict(n_chains=2, burn_in=5, thin=2, max_components=2)
+    kw = dict(n_chains=2, burn_in=5, thin=2, max_components=2, chunk_size=5)  # one compile
     whole = dms.sample_mixture(model, jax.random.PRNGKey(8), n_iterations=30, **kw)
     first = dms.sample_mixture(model, jax.random.PRNGKey(8), n_iterations=20, **kw)
     both = dms.sample_mixture(model, jax.random.PRNGKey(99), n_iterations=10, resume=first,
                               **kw)
     assert both.n_steps == whole.n_steps == 35
-    for field in ("labels", "energy", "n_components", "resample_accepted", "map_y",
-                  "map_beta"):
-        np.testing.assert_array_equal(np.asarray(getattr(both, field)),
-                                      np.asarray(getattr(whole, field)), err_msg=field)
-    np.testing.assert_allclose(np.asarray(both.class_probs), np.asarray(whole.class_probs),
+    np.testing.assert_array_equal(np.asarray(both.labels), np.asarray(whole.labels))
+    np.testing.assert_array_equal(np.asarray(both.energy), np.asarray(whole.energy))
+    for name in ("n_components", "resample_accepted"):
+        np.testing.assert_array_equal(np.asarray(both.stats[name]),
+                                      np.asarray(whole.stats[name]), err_msg=name)
+    for field in ("beta", "best_labels", "best_beta", "n_tallied"):
+        np.testing.assert_array_equal(np.asarray(getattr(both.final_state, field)),
+                                      np.asarray(getattr(whole.final_state, field)))
+    S = dms.n_models(model)
+    np.testing.assert_allclose(dms.class_marginals(both, S), dms.class_marginals(whole, S),
                                atol=1e-12)
-    np.testing.assert_array_equal(np.asarray(both.final_state.beta),
-                                  np.asarray(whole.final_state.beta))
+    if batched:  # chain s * n_chains + c runs model s; MAP per member
+        assert np.asarray(whole.labels).shape[0] == 4
+        for member in (0, 1):
+            dms.map_estimate(model, whole, member=member)
+    # join=False: the tally covers the new iterations only, the draws are the same
+    fresh = dms.sample_mixture(model, None, n_iterations=10, resume=first, join=False, **kw)
+    np.testing.assert_array_equal(np.asarray(fresh.labels), np.asarray(whole.labels))
+    assert np.all(np.asarray(fresh.final_state.n_tallied) == 10)
 
 
 def test_resume_checks_its_record():
     model = _model()
-    first = dms.sample_mixture(model, jax.random.PRNGKey(1), n_chains=2, n_iterations=4,
-                               burn_in=1, thin=2)
+    first = dms.sample_mixture(model, jax.random.PRNGKey(1), n_chains=2, n_iterations=10,
+                               burn_in=5, thin=2, max_components=2, chunk_size=5)
     with pytest.raises(ValueError, match="thin"):
         dms.sample_mixture(model, jax.random.PRNGKey(1), n_iterations=4, thin=1, resume=first)
     with pytest.raises(ValueError, match="init_labels"):
         dms.sample_mixture(model, jax.random.PRNGKey(1), n_iterations=4, thin=2, resume=first,
                            init_labels=np.zeros(M, int))
-    with pytest.raises(ValueError, match="resume"):
-        dms.sample_mixture(dms.stack_models([model, model]), jax.random.PRNGKey(1),
-                           n_iterations=4, thin=2, resume=first)
+    with pytest.raises(ValueError, match="member"):
+        dms.map_estimate(model, first, member=0)
 
 
 def test_estimator_sample_more_equals_a_longer_fit():

@@ -1,11 +1,13 @@
-"""Running Walder's sampler until its chains agree: chunks, windows, stopping rule, errors."""
+"""Running Walder's sampler until its chains agree: the generic driver
+(:func:`graphssl.inference.mcmc.convergence.sample_until_converged`) on the mixture's kernels —
+chunks, windows, the stopping rule, resumption and errors."""
 
 import jax
 import numpy as np
 import pytest
 
-from graphssl.inference.diffusion_mixture import convergence as dmc
 from graphssl.inference.diffusion_mixture import sampler as dms
+from graphssl.inference.mcmc import convergence as conv
 from graphssl.models import diffusion_mixture as dm
 
 
@@ -24,126 +26,108 @@ def _model(n=16, gamma=0.8):
 
 
 KW = dict(n_chains=3, burn_in=5, thin=2, moves=(1, 1))
-CHUNK = 20  # every run here is made of 20-iteration calls, so they share two compilations
+CHUNK = 20  # iterations per call: every run here shares the same compilations
+DRAWS = CHUNK // KW["thin"]
 
 
 def _run(model, key, n_chunks):
-    """One record of ``n_chunks`` chunks (a run and its resumptions: what one run of
-    ``n_chunks * CHUNK`` iterations draws, ``test_diffusion_mixture.py``)."""
+    """``n_chunks`` chunks of one run (what one run of ``n_chunks * CHUNK`` draws)."""
     s = dms.sample_mixture(model, key, n_iterations=CHUNK, **KW)
     for _ in range(n_chunks - 1):
         s = dms.sample_mixture(model, None, n_iterations=CHUNK, resume=s, **KW)
     return s
 
 
-def test_join_false_returns_only_the_new_iterations():
-    model = _model()
-    first = _run(model, jax.random.PRNGKey(3), 2)
-    joined = dms.sample_mixture(model, None, n_iterations=CHUNK, resume=first, **KW)
-    alone = dms.sample_mixture(model, None, n_iterations=CHUNK, resume=first, join=False,
-                               **KW)
-    assert np.asarray(alone.energy).shape == (3, CHUNK)
-    assert alone.n_steps == joined.n_steps == 5 + 3 * CHUNK
-    np.testing.assert_array_equal(np.asarray(alone.energy),
-                                  np.asarray(joined.energy)[:, 2 * CHUNK:])
-    np.testing.assert_array_equal(np.asarray(alone.labels),
-                                  np.asarray(joined.labels)[:, CHUNK:])
-    # the joined marginals are the iteration-weighted mean of the two records'
-    np.testing.assert_allclose(np.asarray(joined.class_probs),
-                               (2 * np.asarray(first.class_probs)
-                                + np.asarray(alone.class_probs)) / 3, atol=1e-6)
+def _pairs(model):
+    return conv.default_pairs(model.n_nodes, np.asarray(model.observed), n_pairs=20)
 
 
 def test_stops_at_the_first_check_under_the_target_and_returns_the_last_half():
     model = _model()
     target = 1.2
-    s, checks = dmc.sample_until_converged(model, jax.random.PRNGKey(0), target_rhat=target,
-                                           check_every=CHUNK, max_iterations=4000,
-                                           progress=False, **KW)
+    s, checks = dms.sample_mixture_until_converged(
+        model, jax.random.PRNGKey(0), target_rhat=target, check_every=CHUNK,
+        max_iterations=4000, **KW)
     assert checks[-1].max_rhat <= target
     assert all(c.max_rhat > target for c in checks[:-1])
     k = len(checks)
-    assert [c.iterations for c in checks] == [CHUNK * (i + 1) for i in range(k)]
-    assert checks[-1].window == CHUNK * (k - k // 2) == np.asarray(s.energy).shape[-1]
+    assert [c.steps for c in checks] == [CHUNK * (i + 1) for i in range(k)]
+    assert checks[-1].window == DRAWS * (k - k // 2) == np.asarray(s.energy).shape[-1]
     # the window is the tail of the whole run with the same key
     whole = _run(model, jax.random.PRNGKey(0), k)
     np.testing.assert_array_equal(np.asarray(s.energy),
-                                  np.asarray(whole.energy)[:, CHUNK * (k // 2):])
+                                  np.asarray(whole.energy)[:, DRAWS * (k // 2):])
+    np.testing.assert_array_equal(np.asarray(s.labels),
+                                  np.asarray(whole.labels)[:, DRAWS * (k // 2):])
     assert s.n_steps == whole.n_steps
-    rhat = dmc.mixture_rhat(s, 2, pairs=_pairs(model))
+    rhat = conv.invariant_rhat(s, _pairs(model), dms.TRACE_STATISTICS)
+    assert set(rhat) == {"energy", "class_sizes", "coassignment", "n_components",
+                         "edge_agreement"}
     assert checks[-1].rhat == pytest.approx(rhat, nan_ok=True)
-
-
-def _pairs(model, n_pairs=20, seed=0):
-    pairs = np.random.default_rng(seed).integers(0, model.n_nodes, size=(n_pairs, 2))
-    return pairs[pairs[:, 0] != pairs[:, 1]]
 
 
 def test_a_run_that_does_not_converge_says_so():
     model = _model()
-    s, checks = dmc.sample_until_converged(model, jax.random.PRNGKey(1), target_rhat=1.000001,
-                                           check_every=CHUNK, max_iterations=3 * CHUNK,
-                                           progress=False, **KW)
-    assert len(checks) == 3 and checks[-1].iterations == 3 * CHUNK
+    s, checks = dms.sample_mixture_until_converged(
+        model, jax.random.PRNGKey(1), target_rhat=1.000001, check_every=CHUNK,
+        max_iterations=3 * CHUNK, **KW)
+    assert len(checks) == 3 and checks[-1].steps == 3 * CHUNK
     assert checks[-1].max_rhat > 1.000001
-    assert np.asarray(s.energy).shape == (3, 2 * CHUNK)
+    assert np.asarray(s.energy).shape == (3, 2 * DRAWS)
 
 
-def test_new_chains_from_given_labels_run_on_past_the_first_chunk():
+def test_new_chains_from_given_labels_and_resume_as_warm_up():
     model = _model()
     start = np.r_[np.zeros(8, int), np.ones(8, int)]
-    s, checks = dmc.sample_until_converged(model, jax.random.PRNGKey(5), target_rhat=1.000001,
-                                           check_every=CHUNK, max_iterations=2 * CHUNK,
-                                           progress=False, init_labels=start, init_noise=0.2,
-                                           init_beta="self", **KW)
+    s, checks = dms.sample_mixture_until_converged(
+        model, jax.random.PRNGKey(5), target_rhat=1.000001, check_every=CHUNK,
+        max_iterations=2 * CHUNK, init_labels=start, init_noise=0.2, init_beta="self", **KW)
     assert len(checks) == 2 and s.n_steps == 5 + 2 * CHUNK
-
-
-def test_resume_counts_the_record_as_warm_up():
-    model = _model()
     warm = _run(model, jax.random.PRNGKey(2), 1)
-    s, checks = dmc.sample_until_converged(model, resume=warm, target_rhat=1.000001,
-                                           check_every=CHUNK, max_iterations=2 * CHUNK,
-                                           progress=False, **KW)
-    assert checks[0].iterations == CHUNK and s.n_steps == warm.n_steps + 2 * CHUNK
+    s, checks = dms.sample_mixture_until_converged(
+        model, resume=warm, target_rhat=1.000001, check_every=CHUNK,
+        max_iterations=2 * CHUNK, **KW)
+    assert checks[0].steps == CHUNK and s.n_steps == warm.n_steps + 2 * CHUNK
     longer = _run(model, jax.random.PRNGKey(2), 3)
     np.testing.assert_array_equal(np.asarray(s.energy),
-                                  np.asarray(longer.energy)[:, 2 * CHUNK:])
+                                  np.asarray(longer.energy)[:, 2 * DRAWS:])
+    # the tally (class marginals) covers this call's iterations only
+    assert np.all(np.asarray(s.final_state.n_tallied) == 2 * CHUNK)
 
 
-def test_mixture_rhat_sees_chains_that_disagree():
+def test_invariant_rhat_sees_chains_that_disagree():
     model = _model()
     s = _run(model, jax.random.PRNGKey(4), 15)
-    agree = dmc.mixture_rhat(s, 2)
-    assert set(agree) == {"energy", "n_components", "edge_agreement", "coassignment",
-                          "class_sizes"}
+    agree = conv.invariant_rhat(s, trace_statistics=dms.TRACE_STATISTICS)
     assert agree["energy"] < 1.1
     shifted = np.asarray(s.energy).copy()
     shifted[0] += 10 * shifted.std()
-    assert dmc.mixture_rhat(s._replace(energy=shifted), 2)["energy"] > 1.5
+    assert conv.invariant_rhat(s._replace(energy=shifted))["energy"] > 1.5
     flipped = np.asarray(s.labels).copy()
     flipped[0, :, :15] = 0  # chain 0 puts the whole path but its labelled end in class 0
     pairs = np.array([[2, 13], [3, 12], [1, 14]])
-    assert dmc.mixture_rhat(s._replace(labels=flipped), 2, pairs=pairs)["coassignment"] > 1.1
+    assert conv.invariant_rhat(s._replace(labels=flipped), pairs)["coassignment"] > 1.1
+    with pytest.raises(ValueError, match="trace_statistics"):
+        conv.invariant_rhat(s, trace_statistics=("no_such_statistic",))
 
 
 def test_bad_arguments_are_named():
     model = _model()
     key = jax.random.PRNGKey(0)
+    until = dms.sample_mixture_until_converged
     with pytest.raises(ValueError, match="target_rhat"):
-        dmc.sample_until_converged(model, key, target_rhat=1.0, progress=False)
+        until(model, key, target_rhat=1.0)
     with pytest.raises(ValueError, match="check_every"):
-        dmc.sample_until_converged(model, key, check_every=15, thin=2, progress=False)
-    with pytest.raises(ValueError, match="max_iterations"):
-        dmc.sample_until_converged(model, key, check_every=100, max_iterations=50,
-                                   progress=False)
+        until(model, key, check_every=15, thin=2)
+    with pytest.raises(ValueError, match="max_steps"):
+        until(model, key, check_every=100, max_iterations=50)
     with pytest.raises(ValueError, match="key"):
-        dmc.sample_until_converged(model, progress=False)
-    with pytest.raises(ValueError, match="unbatched"):
-        dmc.sample_until_converged(dms.stack_models([model, model]), key, progress=False)
+        until(model)
+    with pytest.raises(ValueError, match="unstacked"):
+        until(dms.stack_models([model, model]), key)
     one_chain = dms.sample_mixture(model, key, n_chains=1, n_iterations=8, burn_in=0)
     with pytest.raises(ValueError, match="2 chains"):
-        dmc.mixture_rhat(one_chain, 2)
+        conv.invariant_rhat(one_chain)
 
 
 def test_estimator_runs_until_converged():
@@ -162,6 +146,5 @@ def test_estimator_runs_until_converged():
     checks = clf.convergence_checks_
     assert checks[-1].max_rhat <= 1.3
     assert np.asarray(clf.samples_.energy).shape[-1] == checks[-1].window
-    np.testing.assert_allclose(clf.posterior_mean_,
-                               dms.posterior_mean_labels(clf.samples_))
+    np.testing.assert_allclose(clf.posterior_mean_, dms.class_marginals(clf.samples_))
     assert clf.predict(ds.X).shape == (60,)

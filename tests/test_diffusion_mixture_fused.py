@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from graphssl.graph import knn_graph
+from graphssl.inference.diffusion_mixture import gibbs
 from graphssl.inference.diffusion_mixture import pallas as dmp
 from graphssl.inference.diffusion_mixture import sampler as dms
 from graphssl.models import diffusion_mixture as dm
@@ -40,8 +41,8 @@ def _random_model(m=60, C=3, seed=3, **kw):
 
 
 def _assert_same_sweeps(model, n_sweeps, seed=0):
-    state = dms.init_state(model, jax.random.PRNGKey(seed))
-    scan = jax.jit(dms.gibbs_sweep)
+    state = gibbs.init_state(model, jax.random.PRNGKey(seed))
+    scan = jax.jit(gibbs.gibbs_sweep)
     fused = jax.jit(dmp.fused_gibbs_sweep)
     for t in range(n_sweeps):
         key = jax.random.PRNGKey(100 + t)
@@ -81,7 +82,7 @@ def test_fused_sweep_leaves_the_joint_invariant():
 
 def test_fused_sweep_large_gamma_gives_no_nan():
     model = _model(gamma=1e4, tau=0.01)
-    state = dms.init_state(model, jax.random.PRNGKey(2))
+    state = gibbs.init_state(model, jax.random.PRNGKey(2))
     new, probs = jax.jit(dmp.fused_gibbs_sweep)(model, jax.random.PRNGKey(3), state)
     assert np.all(np.isfinite(np.asarray(probs)))
     assert np.isfinite(float(model.log_joint(new.y, new.beta)))
@@ -111,8 +112,8 @@ def test_compiled_kernel_matches_the_scan_sweep_on_the_gpu():
     """float32 on the device: the two engines sum in different orders, so a draw whose
     uniform falls within rounding of a CDF step may differ; nearly all must agree."""
     model = _random_model(m=1500, C=3, dtype=jnp.float32)
-    state = dms.init_state(model, jax.random.PRNGKey(0))
-    a, pa = jax.jit(dms.gibbs_sweep)(model, jax.random.PRNGKey(1), state)
+    state = gibbs.init_state(model, jax.random.PRNGKey(0))
+    a, pa = jax.jit(gibbs.gibbs_sweep)(model, jax.random.PRNGKey(1), state)
     b, pb = jax.jit(lambda *x: dmp.fused_gibbs_sweep(*x, interpret=False))(
         model, jax.random.PRNGKey(1), state)
     same = (np.asarray(a.y) == np.asarray(b.y)) & (np.asarray(a.beta) == np.asarray(b.beta))
@@ -123,11 +124,11 @@ def test_compiled_kernel_matches_the_scan_sweep_on_the_gpu():
 
 
 def test_fused_greedy_sweep_and_map_refinement_equal_the_scan_ones():
-    from graphssl.inference.diffusion_mixture.gibbs import map_refine
+    from graphssl.inference.diffusion_mixture.kernels import map_refine
 
     model = _random_model(C=3)
-    state = dms.init_state(model, jax.random.PRNGKey(4))
-    a, pa = jax.jit(lambda s: dms.gibbs_sweep(model, jax.random.PRNGKey(0), s, greedy=True))(
+    state = gibbs.init_state(model, jax.random.PRNGKey(4))
+    a, pa = jax.jit(lambda s: gibbs.gibbs_sweep(model, jax.random.PRNGKey(0), s, greedy=True))(
         state)
     b, pb = jax.jit(lambda s: dmp.fused_gibbs_sweep(model, jax.random.PRNGKey(0), s,
                                                     greedy=True))(state)

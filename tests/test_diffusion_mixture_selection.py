@@ -113,7 +113,7 @@ def test_select_k_tau_by_parzen_and_by_the_mixture(moons):
     assert len(scores) == 4 and best in {(s.k, s.tau) for s in scores}
     assert min(s.parzen_loo_error for s in scores) == next(
         s.parzen_loo_error for s in scores if (s.k, s.tau) == best)
-    small = dict(gamma=0.8, n_checkpoints=3, every=5, burn_in=10)
+    small = dict(gamma=0.8, n_checkpoints=3, every=5, burn_in=10, key=jax.random.PRNGKey(0))
     fit = sel.fit_grid(data.X, labels, **grid, **small)
     assert fit.class_probs.shape == (4, 80, 2) and fit.loo.log_probs.shape[:2] == (4, 3)
     losses = [s.mixture_loo_log_loss for s in fit.scores]

@@ -100,7 +100,7 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
                    init_beta: str = "random", init_labels=None, init_noise: float = 0.0,
                    engine: str = "auto", resume: Samples | None = None,
                    block_size: int = 24, join: bool = True, progress: bool = False,
-                   chain_method: str = "auto") -> Samples:
+                   chain_method: str = "auto", chunk_size: int | None = None) -> Samples:
     """Run ``n_chains`` chains of Walder's sampler through
     :func:`~graphssl.inference.mcmc.chains.sample_chains`.
 
@@ -121,7 +121,8 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
     must match), the draws are those of one uninterrupted run; ``join=False`` starts the
     tally (class marginals, best state) afresh, so they cover the new iterations only
     (the draws returned are still all of them). ``progress``: a tqdm bar;
-    ``chain_method``: see ``sample_chains``.
+    ``chain_method``, ``chunk_size``: see ``sample_chains`` (draws per compiled scan; runs
+    of different lengths with the same ``chunk_size`` share one compilation).
 
     Returns ``sample_chains``' :class:`~graphssl.inference.mcmc.chains.Samples`: ``labels``
     [chains, draws, m], ``energy`` ``-log p(y, beta)`` per draw, ``stats`` (each move's
@@ -136,7 +137,7 @@ def sample_mixture(model: DirichletDiffusionMixture, key, *, n_chains: int = 4,
         init_labels, init_noise, engine, resume, block_size, join)
     return sample_chains(kernel, chain_model, key, n_samples=int(n_iterations) // int(thin),
                          progress=progress, resume=resume, chain_method=chain_method,
-                         **kwargs)
+                         chunk_size=chunk_size, **kwargs)
 
 
 def _run_setup(model, key, n_chains, n_iterations, burn_in, thin, max_components, moves,
