@@ -173,7 +173,8 @@ def sample_mixture_until_converged(model: DirichletDiffusionMixture, key=None, *
                                    max_iterations: int = 50_000, resume: Samples | None = None,
                                    pairs=None, n_pairs: int = 20, seed: int = 0,
                                    progress: bool = False, n_chains: int = 4,
-                                   burn_in: int = 100, thin: int = 1, max_components: int = 2,
+                                   burn_in: int = 100, thin: int | None = None,
+                                   max_components: int = 2,
                                    moves: tuple = (True, True), init_beta: str = "random",
                                    init_labels=None, init_noise: float = 0.0,
                                    engine: str = "auto", block_size: int = 24):
@@ -182,7 +183,8 @@ def sample_mixture_until_converged(model: DirichletDiffusionMixture, key=None, *
     the permutation-invariant statistics (energy, sorted class sizes, co-assignment of
     ``pairs``, ``n_components``, ``edge_agreement``) is at most ``target_rhat``, or
     ``max_iterations`` iterations per chain have run (chunks of ``check_every``). One
-    unstacked model; ``resume`` (a previous run) counts as warm-up, its tally starts afresh.
+    unstacked model; ``resume`` (a previous run) counts as warm-up, its tally starts afresh;
+    ``thin`` defaults to the resumed run's (else 1).
     Returns ``(samples, checks)``: the draws of the last check's window (the class marginals
     of its final state cover every iteration of this call) and the
     :class:`~graphssl.inference.mcmc.convergence.ConvergenceCheck` list."""
@@ -191,6 +193,8 @@ def sample_mixture_until_converged(model: DirichletDiffusionMixture, key=None, *
                          "run the members of a stack one at a time")
     if key is None and resume is None:
         raise ValueError("key: give a PRNG key for new chains, or resume= a previous run")
+    if thin is None:
+        thin = int(resume.thin) if resume is not None else 1
     kernel, chain_model, kwargs, resume = _run_setup(
         model, key, n_chains, check_every, burn_in, thin, max_components, moves, init_beta,
         init_labels, init_noise, engine, resume, block_size, False)
