@@ -20,9 +20,16 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
     """Harmonic mixture (Zhu & Lafferty 2005): EM mixture + lambda harmonic on the backbone.
 
     Parameters (besides the graph options ``k, symmetrize, weight, sigma`` of the base):
-      n_components: M, the number of mixture components / backbone supernodes.
+      n_components: M, the number of mixture components / backbone supernodes; ``"auto"``
+        (default): ``min(n, max(36, n // 10))`` capped at 500, about ten points a component
+        (f_U = R lambda has rank M, so M -> n recovers the harmonic function; measured with
+        defaults, 3 splits x 10 labels a class: digits 86.6 % at M = 36, 95.1 % at M = 179;
+        breast_cancer 86.6 / 87.8 %; the cap keeps the M x M solve and O(n M d) EM cheap).
       mixture: ``"gaussian"`` or ``"multinomial"`` (non-negative counts, e.g. text).
-      covariance_type: ``"full"``, ``"diag"`` or ``"spherical"`` (Gaussian only).
+      covariance_type: ``"spherical"`` (default: one variance a component, as in Sec. 4.2),
+        ``"diag"`` or ``"full"`` (Gaussian only). Spherical was the best measured default
+        (same splits, M = 36: breast_cancer 86.6 / 85.4 / 79.4 % spherical / diag / full,
+        digits 86.6 / 72.1 / 86.6 %, wine and iris equal) and needs O(n M) memory.
       alpha: weight of the likelihood in O_alpha (Eq. 3); 0 = the harmonic mixture (Eq. 5).
       backbone: ``"mixture"`` (soft responsibilities) or ``"kmeans"`` (hard clusters, Sec. 3.3).
       responsibility_top_k: ``None`` (exact dense responsibilities) or k_R: keep the k_R
@@ -32,7 +39,12 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
       decision: ``"argmax"``, ``"median"`` (binary: threshold at median(f) over the
         unlabelled points, Sec. 4.1) or ``"cmn"`` (class mass normalisation to the labelled
         class frequencies).
-      reg_covar, max_iter, tol: EM regularisation and stopping rule.
+      reg_covar: the covariance prior's scale RELATIVE to the mean per-feature variance of X
+        (an inverse-Wishart kernel, :func:`graphssl.models.harmonic_mixture.log_prior`:
+        ``Sigma_m = (S_m + reg * v I) / (N_m + 1)`` with ``v = mean_d var(X[:, d])``), so no
+        component can collapse whatever the data's units (an absolute 1e-6 gave a
+        LinAlgError on standardised wine, breast_cancer and digits with full covariances).
+      max_iter, tol: EM stopping rule.
       random_state: seed of the k-means initialisation (None, an int or a Generator).
 
     ``fit_graph(graph, y, X=features)`` fits the mixture on ``X`` and the backbone on the
@@ -51,14 +63,14 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
 
     def __init__(
         self,
-        n_components=36,
+        n_components="auto",
         mixture="gaussian",
-        covariance_type="full",
+        covariance_type="spherical",
         alpha=0.0,
         backbone="mixture",
         responsibility_top_k=None,
         decision="argmax",
-        reg_covar=1e-6,
+        reg_covar=1e-3,
         max_iter=200,
         tol=1e-7,
         random_state=0,
@@ -80,10 +92,17 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
         self.tol = tol
         self.random_state = random_state
 
+    def _n_components(self, n):
+        """M: the parameter, or ``min(n, max(36, n // 10), 500)`` for ``"auto"``."""
+        if isinstance(self.n_components, str) and self.n_components == "auto":
+            return int(min(n, max(36, n // 10), 500))
+        return self.n_components
+
     def _check_params(self, n):
-        M = self.n_components
+        M = self._n_components(n)
         if isinstance(M, bool) or not isinstance(M, (int, np.integer)) or not 1 <= M <= n:
-            raise ValueError(f"n_components: must be an integer in [1, {n}], got {M!r}")
+            raise ValueError(
+                f"n_components: must be 'auto' or an integer in [1, {n}], got {M!r}")
         if self.mixture not in ("gaussian", "multinomial"):
             raise ValueError(f"mixture: got {self.mixture!r}; use 'gaussian' or 'multinomial'")
         if self.covariance_type not in COVARIANCE_TYPES:
@@ -120,14 +139,16 @@ class HarmonicMixtureClassifier(GraphSSLClassifier):
             raise ValueError("y: needs labelled points of at least two classes")
         if self.mixture == "multinomial" and np.any(X < 0):
             raise ValueError("X: a multinomial mixture needs non-negative counts")
+        variance = float(np.mean(np.var(X, axis=0))) if self.mixture == "gaussian" else 1.0
+        reg_covar = float(self.reg_covar) * (variance if variance > 0 else 1.0)
         self.fit_ = fit_harmonic_mixture(
-            X, labels, graph, n_components=int(self.n_components),
+            X, labels, graph, n_components=int(self._n_components(len(labels))),
             n_classes=n_classes, mixture=self.mixture, covariance_type=self.covariance_type,
             alpha=float(self.alpha), backbone=self.backbone,
             responsibility_top_k=(None if self.responsibility_top_k is None
                                   else int(self.responsibility_top_k)),
             key=jax.random.PRNGKey(self._seed()),
-            em_options=EMOptions(reg_covar=float(self.reg_covar)),
+            em_options=EMOptions(reg_covar=reg_covar),
             max_iter=int(self.max_iter), tol=float(self.tol),
         )
         self.n_iter_ = int(self.fit_.em_info.iterations)

@@ -152,10 +152,14 @@ def _full_mahalanobis_small_d(X, mu, inv_chol):
 
 def _gaussian_log_densities(mixture: GaussianMixture, X) -> jax.Array:
     """log N(x_i | mu_m, Sigma_m), ``[n, M]``, by matrix products (no ``[n, M, D]`` temp
-    except for full covariances with D > 8)."""
+    except for full covariances with D > 8); points and means centred on the means' centre
+    first, so a large common offset of the data costs no precision."""
     mu, cov = mixture.means, mixture.covariances
     D = mu.shape[1]
     kind = mixture.covariance_type
+    if kind != "full":  # expanded squares about the means' centre: small cancellation error
+        c = mu.mean(0)
+        X, mu = X - c, mu - c
     if kind == "spherical":
         sq = (X * X).sum(1)[:, None] - 2.0 * X @ mu.T + (mu * mu).sum(1)[None, :]
         maha = jnp.maximum(sq, 0.0) / cov[None, :]

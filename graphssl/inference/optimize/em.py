@@ -94,6 +94,9 @@ def _gaussian_stats(mixture, X, labels, observed, batch_size):
     kind = mixture.covariance_type
     M, D = mixture.means.shape
     C = mixture.n_classes
+    # moments about the centre of the means: the M-step's scatter s2 - N mu mu^T then loses
+    # only eps * |x - c|^2 (not eps * |x|^2) to cancellation, whatever the data's offset
+    center = jax.lax.stop_gradient(mixture.means.mean(0))
     Xb, keep = _batches(X, batch_size)
     yb, _ = _batches(labels, batch_size)
     ob, _ = _batches(observed, batch_size)
@@ -101,6 +104,7 @@ def _gaussian_stats(mixture, X, labels, observed, batch_size):
     def body(acc, batch):
         xb, y, o, k = batch
         joint = _log_joint(mixture, xb, y, o)
+        xb = xb - center
         # one exp per entry: r = e / sum e with e = exp(joint - row max); log-space only
         # where labelled points need it (class statistics, computed on their batches only)
         top = jnp.max(joint, axis=1, keepdims=True)
@@ -141,6 +145,7 @@ def _gaussian_stats(mixture, X, labels, observed, batch_size):
         "label": jnp.full((C, M), -jnp.inf, dt),
     }
     stats, _ = jax.lax.scan(body, init, (Xb, yb, ob, keep))
+    stats["center"] = center
     return stats
 
 
@@ -174,7 +179,7 @@ def _gaussian_mstep(stats, kind, n_total, opts):
     tiny = jnp.finfo(stats["n"].dtype).tiny
     nk = jnp.maximum(stats["n"], tiny)
     log_w = jnp.log(nk) - jnp.log(n_total)
-    mu = stats["s1"] / nk[:, None]
+    mu = stats["s1"] / nk[:, None]  # about stats["center"]: the moments are centred there
     tau, reg = opts.prior_weight, opts.reg_covar
     D = mu.shape[1]
     if kind == "full":
@@ -188,7 +193,7 @@ def _gaussian_mstep(stats, kind, n_total, opts):
     else:
         scatter = jnp.maximum(stats["s2"] - nk * (mu * mu).sum(1), 0.0)
         cov = (scatter + D * tau * reg) / (D * (nk + tau))
-    return log_w, mu, cov
+    return log_w, mu + stats["center"], cov
 
 
 def _mstep(mixture, stats, n_total, opts):
@@ -296,11 +301,13 @@ def _hard_stats_mixture(mixture_like, X, assignments, labels, observed, opts):
         stats["words"] = seg(X)
     else:
         kind = mixture_like.covariance_type
-        stats["s1"] = seg(X)
+        stats["center"] = X.mean(0)
+        Xc = X - stats["center"]  # centred moments, as in _gaussian_stats
+        stats["s1"] = seg(Xc)
         stats["s2"] = {
-            "full": lambda: seg(X[:, :, None] * X[:, None, :]),
-            "diag": lambda: seg(X * X),
-            "spherical": lambda: seg((X * X).sum(1)),
+            "full": lambda: seg(Xc[:, :, None] * Xc[:, None, :]),
+            "diag": lambda: seg(Xc * Xc),
+            "spherical": lambda: seg((Xc * Xc).sum(1)),
         }[kind]()
     mix = _mstep(mixture_like, stats, X.shape[0], opts)
     # start lambda uniform: k-means clusters without labelled points carry no label evidence
