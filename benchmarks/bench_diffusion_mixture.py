@@ -44,6 +44,7 @@ import warnings
 
 import jax
 import numpy as np
+from _portable import portable
 
 from graphssl.graph import knn_graph, laplacian_eigh
 from graphssl.inference.diffusion_mixture import sampler as dms
@@ -332,7 +333,7 @@ def main():
             device=str(jax.devices()[0]), platform=platform.platform(),
             gpu=any(d.platform == "gpu" for d in jax.devices()),
             versions=dict(jax=jax.__version__, numpy=np.__version__),
-            settings=vars(args), k_grid=K_GRID, tau_grid=TAU_GRID,
+            settings=portable(vars(args)), k_grid=K_GRID, tau_grid=TAU_GRID,
             wall_seconds=time.perf_counter() - start, records=ordered, claims=claims,
             table=table)
         pathlib.Path(args.out).parent.mkdir(parents=True, exist_ok=True)
