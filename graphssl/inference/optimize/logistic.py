@@ -3,7 +3,7 @@
 The MAP of Eq. (2) of :mod:`graphssl.models.feature_model` is found by L-BFGS. Default route
 (``method="scipy"``): scipy's L-BFGS-B on host scipy-CSR products, in the row-space basis of
 the labelled rows when they are few (:func:`_row_space_basis`: CiteSeer's 120 x 3703 problem
-has 726 instead of 22 224 unknowns); 9x faster per fit on CiteSeer than the other route
+has 726 instead of 22 224 unknowns); 7x faster per fit on CiteSeer than the other route
 (``benchmarks/bench_citation.py``; figures in :func:`_host_objective`). ``method="optax"``:
 ``optax.lbfgs`` (zoom line search) inside one ``lax.while_loop`` on BCOO features, so a grid of
 fits -- cross-fitting folds times prior precisions -- runs as one ``vmap`` of one compiled
@@ -116,10 +116,11 @@ def _host_objective(features, targets, weights, prior_precision):
     """Negative Eq. (2) / sum w and its gradient on the host: scipy CSR (or numpy) products
     ``X W`` and ``X^T (w (P - T))``, rows of weight 0 dropped first.
 
-    Measured (``benchmarks/bench_citation.py``, CiteSeer, 2-core CPU, float64): one
-    evaluation on all 3327 x 3703 rows takes 5.1 ms here against 3.2 ms for the jitted BCOO
-    value-and-gradient; but a whole MAP fit on the 120 labels takes 0.05 s by this route
-    (row-space basis, no compilation) against 0.46 s by the optax/BCOO while-loop (warm).
+    Measured (``benchmarks/bench_citation.py``, CiteSeer, loaded 2-core CPU): one evaluation
+    on all 3327 x 3703 rows takes 5.6 ms here (float64) against 4.2 ms for the jitted BCOO
+    value-and-gradient (JAX default float32); but a whole MAP fit on the 120 labels takes
+    0.04 s by this route (row-space basis, nothing to compile) against 0.29 s by the
+    optax/BCOO while-loop (warm, compilation excluded).
     """
     X = features
     T = np.asarray(targets, dtype=np.float64)
