@@ -13,6 +13,7 @@ from graphssl._distances import _brute_force_knn, _drop_self, _exact_distances, 
 _HNSW_M = 32
 _HNSW_EF_CONSTRUCTION = 40
 _HNSW_EF_SEARCH = 64
+_IVF_NPROBE = 64
 
 
 def _nndescent_knn(X: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -56,8 +57,9 @@ def _faiss_index(X32: np.ndarray, kind: str, ef_search: int, seed: int):
 
     HNSW-Flat (Malkov & Yashunin 2018): ``M = 32`` links per node, ``efConstruction = 40``,
     ``efSearch = ef_search``. IVF-Flat: ``nlist = 4 sqrt(n)`` k-means cells trained on at
-    most ``64 nlist`` sampled rows (seeded), ``nprobe = max(16, nlist / 16)`` cells searched
-    per query; on a GPU build with a visible GPU the IVF index is moved to GPU 0.
+    most ``64 nlist`` sampled rows (seeded), ``nprobe = min(nlist, 64)`` cells searched per
+    query (work per query ~ 16 sqrt(n) points: O(n^1.5) in all); on a GPU build with a
+    visible GPU the IVF index is moved to GPU 0.
     """
     import os
 
@@ -80,7 +82,7 @@ def _faiss_index(X32: np.ndarray, kind: str, ef_search: int, seed: int):
     sample = np.random.default_rng(seed).permutation(n)[: 64 * nlist]
     index.train(np.ascontiguousarray(X32[np.sort(sample)]))
     index.add(X32)
-    index.nprobe = int(min(nlist, max(16, nlist // 16)))
+    index.nprobe = int(min(nlist, _IVF_NPROBE))
     return index
 
 

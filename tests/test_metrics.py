@@ -144,3 +144,27 @@ def test_bad_input_errors():
         M.confusion_matrix([0, 2], [0, 1], n_classes=2)
     with pytest.raises(ValueError, match="describe the"):
         M.map_posterior_disagreement([0, 1, 1], [0, 1])
+
+
+def test_hand_written_metrics_equal_scikit_learn():
+    """accuracy, confusion_matrix and per_class_accuracy stay hand-written because they are
+    measured faster (benchmarks/bench_host_utilities.py); they must equal sklearn.metrics,
+    -1 predictions included (wrong in accuracy and recall, left out of the matrix)."""
+    from sklearn import metrics as sk
+
+    rng = np.random.default_rng(3)
+    truth = rng.integers(0, 5, 400)
+    truth[truth == 2] = 3  # a class with no true point: recall NaN
+    pred = np.where(rng.random(400) < 0.1, -1, rng.integers(0, 5, 400))
+    labels = np.arange(5)
+    assert M.accuracy(truth, pred) == pytest.approx(sk.accuracy_score(truth, pred), abs=0)
+    np.testing.assert_array_equal(M.confusion_matrix(truth, pred, 5),
+                                  sk.confusion_matrix(truth, pred, labels=labels))
+    for how in ("true", "pred", "all"):
+        np.testing.assert_allclose(
+            M.confusion_matrix(truth, pred, 5, normalize=how),
+            sk.confusion_matrix(truth, pred, labels=labels, normalize=how), rtol=1e-12)
+    np.testing.assert_allclose(
+        M.per_class_accuracy(truth, pred, 5),
+        sk.recall_score(truth, pred, labels=labels, average=None, zero_division=np.nan),
+        rtol=1e-12)
