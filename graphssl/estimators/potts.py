@@ -71,7 +71,10 @@ class PottsClassifier(GraphSSLClassifier):
     Attributes after fit (besides the base class's): ``beta_``, ``model_``,
     ``log_mode_probability_`` (``(1/N) ln Gamma`` of the mean-field solution, Eqs. 21-22),
     ``mean_field_`` and ``mean_field_info_`` (mean field), ``samples_``, ``map_labels_``
-    (MCMC; ``label_distributions_`` are then posterior-mean marginals) and ``convergence_``
+    (MCMC: the lowest energy found by a MAP search over the chains' best draw, ICM and
+    alpha-expansion, energies side by side in ``map_search_``, a verdict on any
+    MAP / posterior-mean disagreement in ``map_report_``; ``label_distributions_`` are
+    then posterior-mean marginals) and ``convergence_``
     (MCMC: R-hat / ESS of the energy, class sizes and co-assignment,
     :func:`graphssl.diagnostics.check_convergence`; a ``ConvergenceWarning`` names the fix
     when R-hat > 1.01 or ESS < 100).
@@ -246,14 +249,29 @@ class PottsClassifier(GraphSSLClassifier):
             burn_in=int(self.burn_in), thin=int(self.thin), init_labels=init_labels,
         )
         self.samples_ = samples
-        self._map_encoded = np.asarray(samples.map_labels)  # map_labels_ set by the base
         from graphssl.diagnostics import check_convergence
 
         self._training_labels = np.asarray(labels)  # observed_data of to_arviz (any clamp)
         self.convergence_ = check_convergence(  # warns (ConvergenceWarning) when unconverged
             samples, model=model, observed_labels=labels, source=type(self).__name__,
             stacklevel=3)
-        return np.asarray(label_marginals(samples, n_classes), dtype=np.float64)
+        marginals = np.asarray(label_marginals(samples, n_classes), dtype=np.float64)
+        self._map_encoded = self._map_search(model, samples, marginals.argmax(1), labels)
+        return marginals
+
+    def _map_search(self, model, samples, posterior_mean, labels):
+        """MAP = lowest energy among the chains' best draw, ICM from it and from the
+        posterior-mean labels, and alpha-expansion from the best of those
+        (:func:`graphssl.inference.optimize.map_search.map_search`); ``map_search_`` holds
+        the energies side by side, ``map_report_`` says whether a MAP / posterior-mean
+        disagreement above 3 % of the unlabelled nodes is the model's or the search's."""
+        from graphssl.inference.optimize.map_search import map_report, map_search
+
+        map_labels, self.map_search_ = map_search(model, samples=samples,
+                                                  posterior_mean=posterior_mean)
+        self.map_report_ = map_report(map_labels, posterior_mean, self.map_search_,
+                                      free=np.asarray(labels) < 0)
+        return map_labels
 
     def to_arviz(self, **kwargs):
         """The MCMC draws as an ArviZ DataTree (:func:`graphssl.diagnostics.to_arviz`):

@@ -95,12 +95,14 @@ class BoltzmannPosterior(NamedTuple):
 
     ``marginals[i, c] = P(y_i = c | O_L, X, Theta)``; ``posterior_mean_labels`` = per-node
     argmax of the marginals (the paper's "MAP labeling", Eq. 5); ``map_labels`` = the single
-    most probable joint configuration (the mincut state of Sec. 7; exact by enumeration,
-    best visited state for chains); ``suspected_errors`` = indices of observed points whose
-    observed label is not the posterior-mean label; ``p_observed`` = ``P(y_i = o_i | O_L)``
-    (NaN where unobserved); ``samples`` / ``model``: the chains
-    (:class:`~graphssl.inference.mcmc.chains.Samples`) and the clamped-phase model they
-    sampled, for convergence checks and ArviZ (None under enumeration)."""
+    most probable joint configuration (the mincut state of Sec. 7; exact by enumeration;
+    for chains the lowest energy among the best draw, ICM and alpha-expansion,
+    :func:`graphssl.inference.optimize.map_search.map_search`); ``suspected_errors`` =
+    indices of observed points whose observed label is not the posterior-mean label;
+    ``p_observed`` = ``P(y_i = o_i | O_L)`` (NaN where unobserved); ``samples`` /
+    ``model``: the chains (:class:`~graphssl.inference.mcmc.chains.Samples`) and the
+    clamped-phase model they sampled, for convergence checks and ArviZ (None under
+    enumeration)."""
 
     marginals: np.ndarray
     posterior_mean_labels: np.ndarray
@@ -132,11 +134,14 @@ def posterior(
         )
         key = jax.random.key(0) if key is None else key
         m, samples = chain_moments(clamped, key, method, chains)
-        mode = samples.map_labels
     marg = np.asarray(m.node_marginals)
     labels = np.asarray(problem.labels)
     obs = labels >= 0
     mean_labels = marg.argmax(1)
+    if samples is not None:  # the lowest energy found, not merely the best draw
+        from graphssl.inference.optimize.map_search import map_search
+
+        mode, _ = map_search(clamped, samples=samples, posterior_mean=mean_labels)
     p_obs = np.full(len(labels), np.nan)
     p_obs[obs] = marg[obs, labels[obs]]
     wrong = np.flatnonzero(obs & (mean_labels != labels))
