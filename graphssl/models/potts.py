@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphssl.graph import Graph
-from graphssl.models.protocol import PairwiseTables, pairwise_energy
+from graphssl.models.protocol import PairwiseTables, bond_slots, pairwise_energy
 
 ASYMMETRIC = ("warn", "symmetrize", "raise")
 
@@ -50,7 +50,8 @@ class PottsModel:
     (float[n, q]), ``observed`` (bool[n]), ``labels`` (int32[n]; meaningful where observed),
     ``neighbor_index`` / ``neighbor_weight`` (padded neighbour table of ``graph``),
     ``directed_weight`` (None, or the directed W the model was built from, in the same
-    slots: read only by mean field), static ``n_classes``. ``graph`` is always symmetric.
+    slots: read only by mean field), ``bond_slots`` (the table's slots ``i < j``, a cache for
+    Swendsen–Wang), static ``n_classes``. ``graph`` is always symmetric.
     """
 
     graph: Graph
@@ -62,6 +63,7 @@ class PottsModel:
     neighbor_weight: jax.Array
     n_classes: int = dataclasses.field(metadata=dict(static=True))
     directed_weight: jax.Array | None = None
+    bond_slots: jax.Array | None = None
 
     @classmethod
     def create(
@@ -119,6 +121,7 @@ class PottsModel:
             neighbor_weight=weight,
             n_classes=int(n_classes),
             directed_weight=directed_weight,
+            bond_slots=jnp.asarray(bond_slots(np.asarray(index))),
         )
 
     @property
@@ -134,7 +137,7 @@ class PottsModel:
         """
         directed = None if self.directed_weight is None else self.beta * self.directed_weight
         return PairwiseTables(self.neighbor_index, self.beta * self.neighbor_weight,
-                              self.beta * self.field, directed)
+                              self.beta * self.field, directed, self.bond_slots)
 
     def energy(self, labels: jax.Array) -> jax.Array:
         """``beta H(s)`` of Eq. 11 (pairs i < j), ``+inf`` if a clamped node is off its label:
@@ -298,6 +301,7 @@ POTTS_DATA_FIELDS = (
     "neighbor_index",
     "neighbor_weight",
     "directed_weight",
+    "bond_slots",
 )  # subclasses (e.g. BoltzmannMRF) register these plus their own
 
 jax.tree_util.register_dataclass(

@@ -63,6 +63,7 @@ __all__ = [
     "pairwise_conditional_logits",
     "conditional_logits_from_tables",
     "bond_list",
+    "bond_slots",
     "check_pairwise_tables",
     "is_traced",
 ]
@@ -81,12 +82,16 @@ class PairwiseTables(NamedTuple):
       unary: ``float[n, q]``, the field ``h_i(c)`` in logit units (``beta theta``).
       directed_coupling: ``None``, or ``float[n, d]``: the directed weights the model was
         built from (same slots), read only by the Bergamim–Breve mean field; not part of (P).
+      bond_slots: ``None``, or ``int[m]``: a cache of :func:`bond_slots` ``(neighbor_index)``
+        (derived, not a description: :func:`check_pairwise_tables` verifies it), so that
+        Swendsen–Wang reads the ``m = E / 2`` pairs instead of all ``n * d`` slots.
     """
 
     neighbor_index: jax.Array
     coupling: jax.Array
     unary: jax.Array
     directed_coupling: jax.Array | None = None
+    bond_slots: jax.Array | None = None
 
 
 @runtime_checkable
@@ -181,11 +186,13 @@ def bond_list(tables: PairwiseTables, slots=None):
     and the mirror slot ``j > i`` are excluded). A bond forms with ``1 - exp(-J)``.
 
     ``slots``: optional ``int[m]`` flat positions (row-major in ``[n, d]``) of exactly those
-    slots, computed on the host (``bond_slots``) so that the sweep reads ``m = E / 2`` entries
-    instead of all ``n * d``. Without it every slot is returned, with ``J = 0`` where excluded.
+    slots, computed on the host (:func:`bond_slots`) so that the sweep reads ``m = E / 2``
+    entries instead of all ``n * d``; default ``tables.bond_slots``. Without either, every
+    slot is returned, with ``J = 0`` where excluded.
     """
     index = tables.neighbor_index
     n, d = index.shape
+    slots = tables.bond_slots if slots is None else slots
     if slots is None:
         senders = jnp.broadcast_to(jnp.arange(n, dtype=index.dtype)[:, None], (n, d))
         upper = index > senders
@@ -262,6 +269,10 @@ def check_pairwise_tables(model, *, rtol: float = 1e-6) -> PairwiseTables:
     if np.any((rows == cols) & (coupling.reshape(-1) != 0)):
         raise ValueError("pairwise_tables: a slot pointing at its own node (padding) has a "
                          "non-zero coupling; set coupling to 0 on padding")
+    if t.bond_slots is not None and not np.array_equal(np.asarray(t.bond_slots),
+                                                       bond_slots(index)):
+        raise ValueError("pairwise_tables: bond_slots is not bond_slots(neighbor_index); "
+                         "recompute it after changing the table, or return None")
     worst = _asymmetry(index, coupling, max(rtol, 64 * float(np.finfo(coupling.dtype).eps)))
     if worst is not None:
         raise ValueError(

@@ -94,7 +94,9 @@ class TiltedPotts(PottsModel):
         touches0 = (index == 0) | (np.arange(index.shape[0])[:, None] == 0)
         tilt = np.zeros(t.unary.shape)
         tilt[:, 3] = 0.5
-        return t._replace(coupling=t.coupling * (1 + 2 * touches0), unary=t.unary + tilt)
+        # no cached bond_slots: Swendsen-Wang reads the whole padded table (masked path)
+        return t._replace(coupling=t.coupling * (1 + 2 * touches0), unary=t.unary + tilt,
+                          bond_slots=None)
 
 
 jax.tree_util.register_dataclass(TiltedPotts, data_fields=list(POTTS_DATA_FIELDS),
@@ -184,3 +186,5 @@ def test_symmetry_check_is_sharp():
     w[row, slot] = 0.5
     with pytest.raises(ValueError, match="padding"):
         check_pairwise_tables(dataclasses.replace(model, neighbor_weight=w))
+    with pytest.raises(ValueError, match="bond_slots"):
+        check_pairwise_tables(dataclasses.replace(model, bond_slots=model.bond_slots[1:]))

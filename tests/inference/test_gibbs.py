@@ -99,7 +99,8 @@ def test_bucketed_table_reproduces_padded_conditionals(q):
     rows_all = np.concatenate([rows for colour in plan for rows, _ in colour])
     assert np.array_equal(np.sort(rows_all), np.arange(40))
     degree = np.bincount(np.asarray(graph.senders), minlength=40)
-    _, coupling, unary, _ = model.pairwise_tables()
+    tables = model.pairwise_tables()
+    coupling, unary = tables.coupling, tables.unary
     widths = []
     for colour in plan:
         assert len({int(colors[r]) for rows, _ in colour for r in rows}) == 1

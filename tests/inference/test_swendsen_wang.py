@@ -73,8 +73,10 @@ def test_bond_probability():
     model = small_model(n=10, q=3)
     tables = pairwise_tables(model)
     W = model.graph.to_scipy().toarray() * float(model.beta)
-    for slots in (None, jnp.asarray(bond_slots(tables.neighbor_index))):
-        s, r, j = (np.asarray(a) for a in bond_list(tables, slots))
+    assert tables.bond_slots is not None  # PottsModel caches the pair list
+    for t, slots in ((tables, None), (tables._replace(bond_slots=None), None),
+                     (tables._replace(bond_slots=None), bond_slots(tables.neighbor_index))):
+        s, r, j = (np.asarray(a) for a in bond_list(t, slots))
         listed = np.zeros_like(W)
         np.add.at(listed, (s, r), j)
         np.testing.assert_allclose(listed, np.triu(W, 1), rtol=1e-12)

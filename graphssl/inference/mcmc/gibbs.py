@@ -209,7 +209,8 @@ def _bucket_logits_t(labels, weight_t, unary_t, neighbours) -> jax.Array:
 
 
 def _bucketed_sweep(model, key, labels, plan, d_max, token=None):
-    _, coupling, unary, _ = pairwise_tables(model)
+    tables = pairwise_tables(model)
+    coupling, unary = tables.coupling, tables.unary
     if coupling.shape[1] != d_max:
         raise ValueError(
             f"graph: the model's neighbour table has width {coupling.shape[1]} but the graph "

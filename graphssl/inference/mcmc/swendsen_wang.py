@@ -25,10 +25,11 @@ bond whose endpoints have different roots, the larger root onto the smaller
 (``lax.while_loop``) until no bond joins two roots. Info: ``n_clusters``,
 ``component_rounds``, ``max_cluster_size``, ``n_bonds`` (bonded pairs).
 
-Pair list. ``swendsen_wang(graph)`` finds, once on the host, the slots ``(i, d)`` of the
-padded table with ``i < j`` (``bond_slots``): a sweep then reads ``E / 2`` pairs. Without
-``graph`` every slot of the ``[n, d]`` table is read and the others masked (padding and
-mirror slots, about 3.6x the pairs on the benchmark's kNN-like graph).
+Pair list. A sweep reads the slots ``(i, d)`` of the padded table with ``i < j``
+(``E / 2`` pairs): the model's cached ``PairwiseTables.bond_slots`` (``PottsModel`` keeps
+them) or, with ``swendsen_wang(graph)``, the kernel's own list made once on the host. A
+model without either has every slot of the ``[n, d]`` table read and the others masked
+(padding and mirror slots, about 3.6x the pairs on the benchmark's kNN-like graph).
 """
 
 from __future__ import annotations
@@ -141,9 +142,9 @@ def swendsen_wang(graph=None) -> Kernel:
 
     Args:
       graph: optional, the model's own graph (``model.graph``): its bond pairs are listed
-        once on the host, so a sweep reads ``E / 2`` pairs instead of the whole padded table
-        (``benchmarks/bench_samplers.py``); ``check``/``init`` then verify that the model's
-        table is this graph's.
+        once on the host, so a sweep reads ``E / 2`` pairs even for a model whose tables
+        carry no ``bond_slots`` (``benchmarks/bench_samplers.py``); ``check``/``init`` then
+        verify that the model's table is this graph's.
     """
     index = slots = None
     if graph is not None:
