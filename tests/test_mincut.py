@@ -373,3 +373,31 @@ def test_arc_network_cut_is_the_directed_minimum():
         assert np.array_equal(np.where(labels >= 0, labels, symmetric), undirected)
     with pytest.raises(ValueError, match="arcs"):
         mc.arc_network(-np.eye(3), np.array([1, 0, -1]))
+
+
+def test_degenerate_cut_is_reported():
+    """Issue 25: a minimum cut that only cuts labelled nodes off is the model's minimum (the
+    CiteSeer cosine-kNN case): reported in info and by the estimator, not hidden."""
+    import warnings
+
+    from graphssl.estimators import MincutClassifier
+    from graphssl.inference.optimize.maxflow import mincut_classify
+
+    # a clique of 6 unlabelled nodes; labelled nodes 6 (class 0, strong edges), 7 and 8
+    # (classes 1 and 2, one weak edge each): the cut isolates 7 and 8 (cost 0.2)
+    n = 9
+    W = np.zeros((n, n))
+    W[:6, :6] = 1.0
+    W[6, :6] = W[:6, 6] = 1.0
+    W[7, 0] = W[0, 7] = 0.1
+    W[8, 1] = W[1, 8] = 0.1
+    np.fill_diagonal(W, 0.0)
+    labels = np.array([-1] * 6 + [0, 1, 2])
+    out, info = mincut_classify(W, labels)
+    assert np.all(out[:6] == 0) and info["energy"] == pytest.approx(0.2)
+    np.testing.assert_array_equal(info["degenerate_classes"], [1, 2])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = MincutClassifier().fit_graph(W, labels)
+    np.testing.assert_array_equal(clf.degenerate_classes_, [1, 2])
+    assert any("no unlabelled node" in str(w.message) for w in caught)

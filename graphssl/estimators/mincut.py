@@ -62,7 +62,10 @@ class MincutClassifier(GraphSSLClassifier):
         ``"networkx"``.
 
     ``label_distributions_`` are one-hot (the cut is a hard labelling); ``cut_value_`` holds
-    the energy of the returned labelling.
+    the energy of the returned labelling; ``degenerate_classes_`` the classes (codes) that
+    received no unlabelled node -- a degenerate minimum cut, warned about
+    (:func:`graphssl.inference.optimize.maxflow.degenerate_classes`). More than two classes:
+    alpha-expansion (Boykov, Veksler & Zabih 2001), a local minimum within a factor 2.
 
     >>> clf = MincutClassifier(scheme="mincut3").fit(X, y)   # doctest: +SKIP
     """
@@ -112,4 +115,15 @@ class MincutClassifier(GraphSSLClassifier):
             graph.to_scipy(), labels, labels >= 0, alpha=float(self.alpha), method=self.method
         )
         self.cut_value_ = float(info["energy"])
+        self.degenerate_classes_ = info["degenerate_classes"]
+        if self.degenerate_classes_.size:
+            import warnings
+
+            warnings.warn(
+                f"{type(self).__name__}: the minimum cut gives no unlabelled node to "
+                f"{self.degenerate_classes_.size} of {n_classes} classes (it only cuts their "
+                "labelled nodes off: the graph's edges around the labels weigh less than any "
+                "cut between the classes). This is the model's minimum, not a search failure; "
+                "a denser graph (larger k), more labels or the harmonic function suit this "
+                "graph better.", UserWarning, stacklevel=4)
         return np.eye(n_classes)[out]
