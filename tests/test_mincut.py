@@ -401,3 +401,7 @@ def test_degenerate_cut_is_reported():
         clf = MincutClassifier().fit_graph(W, labels)
     np.testing.assert_array_equal(clf.degenerate_classes_, [1, 2])
     assert any("no unlabelled node" in str(w.message) for w in caught)
+    two = np.kron(np.eye(2), np.ones((4, 4))) + 0.01  # two cliques, weakly joined
+    np.fill_diagonal(two, 0.0)
+    _, info = mincut_classify(two, np.array([0, -1, -1, -1, 1, -1, -1, -1]))
+    assert info["degenerate_classes"].size == 0

@@ -63,7 +63,7 @@ class MincutClassifier(GraphSSLClassifier):
 
     ``label_distributions_`` are one-hot (the cut is a hard labelling); ``cut_value_`` holds
     the energy of the returned labelling; ``degenerate_classes_`` the classes (codes) that
-    received no unlabelled node -- a degenerate minimum cut, warned about
+    received (almost) no unlabelled node -- a degenerate minimum cut, warned about
     (:func:`graphssl.inference.optimize.maxflow.degenerate_classes`). More than two classes:
     alpha-expansion (Boykov, Veksler & Zabih 2001), a local minimum within a factor 2.
 
@@ -120,9 +120,10 @@ class MincutClassifier(GraphSSLClassifier):
             import warnings
 
             warnings.warn(
-                f"{type(self).__name__}: the minimum cut gives no unlabelled node to "
-                f"{self.degenerate_classes_.size} of {n_classes} classes (it only cuts their "
-                "labelled nodes off: the graph's edges around the labels weigh less than any "
+                f"{type(self).__name__}: the minimum cut gives (almost) no unlabelled node to "
+                f"{self.degenerate_classes_.size} of {n_classes} classes (under a tenth of their "
+                "labelled share: it cuts their labelled nodes off, as the graph's edges around "
+                "the labels weigh less than any "
                 "cut between the classes). This is the model's minimum, not a search failure; "
                 "a denser graph (larger k), more labels or the harmonic function suit this "
                 "graph better.", UserWarning, stacklevel=4)

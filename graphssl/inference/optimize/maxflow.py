@@ -274,21 +274,23 @@ def alpha_expansion(
     return f, info
 
 
-def degenerate_classes(labels, observed, out) -> np.ndarray:
-    """Classes with labelled nodes that the cut gives no unlabelled node: the minimum cut
-    only cuts those labelled nodes off (a degenerate cut; Joachims 2003, Sec. 3, on
-    mincut's preference for unbalanced cuts). It happens when the edges around the
-    labelled nodes weigh less than any cut between the classes' regions, e.g. on sparse
-    kNN graphs of noisy high-dimensional features (CiteSeer's words, cosine weights: all
-    3207 unlabelled nodes in one class, cut 307 against 2073 for the harmonic function's
-    labelling). It is the model's minimum, not a search failure."""
+def degenerate_classes(labels, observed, out, *, ratio: float = 0.1) -> np.ndarray:
+    """Classes whose share of the unlabelled nodes in the cut is below ``ratio`` times their
+    share of the labelled nodes: the minimum cut (nearly) only cuts their labelled nodes off
+    (a degenerate cut; Joachims 2003, Sec. 3, on mincut's preference for unbalanced cuts).
+    It happens when the edges around the labelled nodes weigh less than any cut between the
+    classes' regions: on CiteSeer's cosine kNN graph all 3207 unlabelled nodes went to one
+    class (cut 307 against 2073 for the harmonic function's labelling); on standardised
+    breast_cancer (10 labels a class, k = 10) 546 of 549 to one class on 2 of 3 splits
+    (cut 4.4 against 6.0). It is the model's minimum, not a search failure."""
     labels, out = np.asarray(labels), np.asarray(out)
     observed = np.asarray(observed, dtype=bool)
-    if observed.all():
+    if observed.all() or not observed.any():
         return np.zeros(0, dtype=np.int64)
-    seeded = np.unique(labels[observed])
-    reached = np.unique(out[~observed])
-    return np.setdiff1d(seeded, reached).astype(np.int64)
+    C = int(max(labels[observed].max(), out.max())) + 1
+    lab_share = np.bincount(labels[observed], minlength=C) / observed.sum()
+    unl_share = np.bincount(out[~observed], minlength=C) / (~observed).sum()
+    return np.flatnonzero((lab_share > 0) & (unl_share < ratio * lab_share)).astype(np.int64)
 
 
 def mincut_classify(graph, labels, observed=None, *, alpha=1.0, method="auto"):
