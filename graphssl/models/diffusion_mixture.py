@@ -46,7 +46,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
-from graphssl.graph import Graph, heat_kernel, laplacian_eigh
+from graphssl.graph import Graph
+from graphssl.models.graph_diffusion import (
+    _MIN_PMF,
+    diffusion_pmfs,
+    diffusion_pmfs_for_taus,
+    normalized_laplacian_table,
+)
 
 __all__ = [
     "DirichletDiffusionMixture",
@@ -66,74 +72,6 @@ __all__ = [
     "parzen_scores",
     "held_out_class_log_probs",
 ]
-
-_MIN_PMF = 1e-30  # floor of D_tau entries: keeps log D finite (an impossible centre is ~e^-69)
-
-
-# ----------------------------------------------------------------------------- graph parts
-
-
-def _symmetric_normalized_weights(graph: Graph) -> np.ndarray:
-    """Dense S = D^-1/2 W D^-1/2 (isolated nodes give zero rows)."""
-    W = graph.to_scipy().toarray()
-    W = 0.5 * (W + W.T)
-    degrees = W.sum(axis=1)
-    inv_sqrt = np.where(degrees > 0, 1.0 / np.sqrt(np.where(degrees > 0, degrees, 1.0)), 0.0)
-    return inv_sqrt[:, None] * W * inv_sqrt[None, :]
-
-
-def _laplacian_diagonal(S: np.ndarray, kind: str) -> np.ndarray:
-    if kind == "symmetric":
-        return (S.sum(axis=1) > 0).astype(np.float64)
-    if kind == "walder":
-        return S.sum(axis=1)
-    raise ValueError(f"laplacian_kind: unknown {kind!r}; use 'symmetric' (I - S) or 'walder'")
-
-
-def diffusion_pmfs(graph: Graph, tau: float, laplacian_kind: str = "symmetric") -> np.ndarray:
-    """The diffusion p.m.f.s ``D_tau`` of Walder Sec. 2.4, float64[m, m].
-
-    ``D[i, l] = K_tau[i, l] / sum_i' K_tau[i', l]`` with ``K_tau = exp(-tau L / 2)``: column l
-    is the p.m.f. of ``xi`` for a component centred on vertex l (Eq. 3). Entries are floored
-    at 1e-30 before normalising so that ``log D`` stays finite.
-    """
-    return diffusion_pmfs_for_taus(graph, [tau], laplacian_kind)[0]
-
-
-def diffusion_pmfs_for_taus(graph: Graph, taus, laplacian_kind: str = "symmetric") -> list:
-    """:func:`diffusion_pmfs` for each diffusion time of ``taus`` (a grid search), from one
-    eigendecomposition of the Laplacian: a list of float64[m, m]."""
-    taus = [float(t) for t in taus]
-    for tau in taus:
-        if not np.isfinite(tau) or tau < 0:
-            raise ValueError(f"tau: the diffusion time must be a non-negative number, got {tau}")
-    if laplacian_kind == "symmetric":
-        eigh = laplacian_eigh(graph, "symmetric")
-    else:
-        S = _symmetric_normalized_weights(graph)
-        eigh = np.linalg.eigh(np.diag(_laplacian_diagonal(S, laplacian_kind)) - S)
-    pmfs = []
-    for tau in taus:
-        K = heat_kernel(graph, tau, eigh=eigh)
-        K = np.maximum(0.5 * (K + K.T), _MIN_PMF)
-        pmfs.append(K / K.sum(axis=0, keepdims=True))
-    return pmfs
-
-
-def normalized_laplacian_table(graph: Graph, laplacian_kind: str = "symmetric"):
-    """Sparse rows of the normalised Laplacian for O(degree) bookkeeping of ``L b^(j)``.
-
-    Returns ``(neighbor_index int32[m, d], neighbor_laplacian float[m, d], diagonal float[m])``
-    with ``L[i, neighbor_index[i, s]] = neighbor_laplacian[i, s]`` (= -S_ij; padding has the
-    node's own index and value 0) and ``L[i, i] = diagonal[i]``.
-    """
-    index, weight = graph.padded_neighbors()
-    index = np.asarray(index)
-    weight = np.asarray(weight, dtype=np.float64)
-    S_dense = _symmetric_normalized_weights(graph)
-    s_vals = S_dense[np.arange(graph.n_nodes)[:, None], index] * (weight > 0)
-    return index.astype(np.int32), -s_vals, _laplacian_diagonal(S_dense, laplacian_kind)
-
 
 # ----------------------------------------------------------------------------- the model
 
