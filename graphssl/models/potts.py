@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphssl.graph import Graph
-from graphssl.models.protocol import PairwiseTables, bond_slots, pairwise_energy
+from graphssl.models.protocol import PairwiseTables, pairwise_energy
 
 ASYMMETRIC = ("warn", "symmetrize", "raise")
 
@@ -110,7 +110,7 @@ class PottsModel:
         graph, directed_weight = _symmetric(graph, asymmetric)
         index, weight = graph.padded_neighbors()
         if directed_weight is not None:
-            directed_weight = _in_slots(directed_weight, np.asarray(index))
+            directed_weight = _in_slots(directed_weight, graph)
         return cls(
             graph=graph,
             beta=jnp.asarray(beta, dtype=graph.weights.dtype),
@@ -121,7 +121,7 @@ class PottsModel:
             neighbor_weight=weight,
             n_classes=int(n_classes),
             directed_weight=directed_weight,
-            bond_slots=jnp.asarray(bond_slots(np.asarray(index))),
+            bond_slots=_graph_bond_slots(graph),
         )
 
     @property
@@ -203,10 +203,33 @@ def _symmetric(graph: Graph, asymmetric: str) -> tuple[Graph, Graph | None]:
     return sym, graph
 
 
-def _in_slots(graph: Graph, index: np.ndarray) -> jax.Array:
-    """The weights of ``graph`` laid out in the slots of the padded table ``index`` (of a
-    graph whose edges include ``graph``'s); 0 where ``graph`` has no edge i -> j."""
-    n, d = index.shape
+def _graph_bond_slots(graph: Graph) -> np.ndarray:
+    """``bond_slots(graph.padded_neighbors()[0])`` from the edge list on the host (NumPy
+    only, so ``create`` also works while a caller traces: ``jnp`` arrays are then tracers):
+    the slot of edge ``e`` is its rank among its sender's edges, as ``padded_neighbors``
+    lays them out; pairs with ``receiver > sender`` are kept."""
+    senders = np.asarray(graph.senders).astype(np.int64)
+    receivers = np.asarray(graph.receivers)
+    counts = np.bincount(senders, minlength=graph.n_nodes)
+    d_max = max(int(counts.max()) if counts.size else 0, 1)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    slot = np.arange(senders.size) - np.repeat(starts, counts)
+    flat = np.sort((senders * d_max + slot)[receivers > senders])
+    return flat.astype(np.int32 if graph.n_nodes * d_max < 2**31 else np.int64)
+
+
+def _in_slots(graph: Graph, table_graph: Graph) -> jax.Array:
+    """The weights of ``graph`` laid out in the slots of ``table_graph.padded_neighbors()``
+    (whose edges include ``graph``'s; built in NumPy from the edge list, as there); 0 where
+    ``graph`` has no edge i -> j."""
+    senders = np.asarray(table_graph.senders).astype(np.int64)
+    n = table_graph.n_nodes
+    counts = np.bincount(senders, minlength=n)
+    d = max(int(counts.max()) if counts.size else 0, 1)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    slot = np.arange(senders.size) - np.repeat(starts, counts)
+    index = np.repeat(np.arange(n)[:, None], d, axis=1)
+    index[senders, slot] = np.asarray(table_graph.receivers)
     W = graph.to_scipy().tocsr()
     rows = np.repeat(np.arange(n), d)
     values = np.asarray(W[rows, index.reshape(-1)]).reshape(n, d)
