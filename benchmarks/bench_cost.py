@@ -160,8 +160,8 @@ def main() -> None:
                               flush=True)
     table = [{"model": m, "n": n, "cache": c, **r} for (m, n, c), r in rows.items()]
     print(f"\n{'model':28s} {'cache':9s} {'n':>8s} {'fit s':>8s} {'cpu s':>8s} "
-          f"{'process s':>9s} {'peak MB':>8s} {'acc':>6s} {'vs peer':>8s}")
-    peer = {n: rows.get(("LabelSpreading", n, "warm"), {}).get("fit_s") for n in args.n}
+          f"{'process s':>9s} {'peak MB':>8s} {'acc':>6s} {'/peer':>8s} {'cpu/peer':>8s}")
+    peer = {n: rows.get(("LabelSpreading", n, "warm"), {}) for n in args.n}
     exponents = {}
     for model in args.models:
         for cache in ("warm", "no_cache"):
@@ -174,7 +174,9 @@ def main() -> None:
                 if "error" in r:
                     print(f"{model:28s} {cache:9s} {n:8d} {r['error']}")
                     continue
-                ratio = f"{r['fit_s'] / peer[n]:8.2f}" if peer.get(n) else ""
+                ratio = (f"{r['fit_s'] / peer[n]['fit_s']:8.2f} "
+                         f"{r['fit_cpu_s'] / peer[n]['fit_cpu_s']:8.2f}"
+                         if peer[n].get("fit_s") else "")
                 print(f"{model:28s} {cache:9s} {n:8d} {r['fit_s']:8.2f} {r['fit_cpu_s']:8.2f} "
                       f"{r['process_s']:9.2f} {r['peak_mb']:8.0f} {r['accuracy']:6.3f} {ratio}")
             exponents[f"{model}/{cache}"] = slope(
