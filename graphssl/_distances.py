@@ -42,7 +42,9 @@ def _exact_distances(X: np.ndarray, indices: np.ndarray) -> np.ndarray:
     together relative to their norms) are recomputed from ``x - y``, so the relative error
     stays ~1e-12 (1e-10 at worst: the products' rounding amplified at most 1e4 times) and a
     duplicate is at exactly 0. usps_full, 17 candidates, 2 cores: 0.018 s (one thread 0.04 s,
-    a loop over columns 0.15 s).
+    a loop over columns 0.15 s); 20,000 x 17 pairs in d = 64: 0.31 s against 1.03 s for
+    scikit-learn's ``paired_euclidean_distances`` on the gathered rows
+    (benchmarks/bench_host_utilities.py).
     """
     n, d = X.shape
     width = indices.shape[1]

@@ -7,6 +7,15 @@ arrays; results are plain Python floats or NumPy arrays.
 Bergamim & Breve (2022) report accuracy and adjusted mutual information (AMI, Vinh et al.
 2010, their ref. [31]) on the unlabelled points; Walder reports test error and compares the
 MAP labelling with the posterior-mean labelling, hence :func:`map_posterior_disagreement`.
+
+AMI is scikit-learn's. :func:`accuracy`, :func:`confusion_matrix` and
+:func:`per_class_accuracy` give the same numbers as ``sklearn.metrics.accuracy_score``,
+``confusion_matrix(labels=range(C))`` and ``recall_score(average=None,
+zero_division=nan)`` (tested) but stay hand-written because they are measured 120-290x
+faster (n = 10^5, 10 classes: 0.25 / 0.96 / 0.44 ms against 31 / 275 / 70 ms;
+benchmarks/bench_host_utilities.py, 2 CPU cores): the transductive evaluation calls them
+once per split and setting. The reliability table and ECE bin the top-label confidence of
+C classes; scikit-learn's ``calibration_curve`` is for two classes only.
 """
 
 from __future__ import annotations
