@@ -224,9 +224,10 @@ def knn_search(
         ~0.2 s), ``"kdtree"`` (exact, scipy cKDTree; fast for d <= 8), ``"faiss"``
         (approximate: a faiss HNSW graph, M = 32, efSearch = max(64, n_candidates); the
         ``n_candidates`` (default k + 8) it returns are re-ranked by exact float64 distances;
-        multi-threaded insertion makes the graph, hence rare neighbours, vary from run to
-        run), ``"faiss_ivf"`` (approximate: faiss IVF-Flat, 4 sqrt(n) k-means cells, on the
-        GPU when faiss is a GPU build and sees one; same re-ranking), ``"nndescent"``
+        above 20,000 points multi-threaded insertion makes the graph, hence rare
+        neighbours, vary from run to run), ``"faiss_ivf"`` (approximate: faiss IVF-Flat,
+        4 sqrt(n) k-means cells, 64 searched per query, on the GPU when faiss is a GPU build
+        and sees one; same re-ranking), ``"nndescent"``
         (approximate, pynndescent), ``"pca"`` (approximate: the ``n_candidates``
         (default 3k) nearest points on the ``n_components`` leading principal components,
         re-ranked by exact distances; for large d, where the d-dimensional products dominate

@@ -14,6 +14,7 @@ _HNSW_M = 32
 _HNSW_EF_CONSTRUCTION = 40
 _HNSW_EF_SEARCH = 64
 _IVF_NPROBE = 64
+_FAISS_SERIAL_MAX_N = 20_000
 
 
 def _nndescent_knn(X: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,12 +93,22 @@ def _faiss_knn(X: np.ndarray, k: int, m: int, kind: str, seed: int):
     The index returns each point's ``m`` (>= k + 1) nearest candidates by float32 distance;
     their distances are recomputed in float64 (:func:`_exact_distances`) and the ``k``
     nearest other points kept (ties by index). A row whose candidates hold fewer than ``k``
-    other points (the index found too few) is searched exactly instead.
+    other points (the index found too few) is searched exactly instead. Below n = 20,000
+    faiss runs on one thread (a 300-point search on the loaded 2-core machine: 0.3-2.3 s
+    wall for 0.06-0.25 s of CPU with two threads), which also makes the HNSW graph, and so
+    the result, the same from run to run.
     """
     n = X.shape[0]
     X32 = np.ascontiguousarray(X, dtype=np.float32)
-    index = _faiss_index(X32, kind, ef_search=max(_HNSW_EF_SEARCH, m), seed=seed)
-    candidates = index.search(X32, m)[1].astype(np.int64)
+    faiss = _optional("faiss", None, "faiss")
+    threads = faiss.omp_get_max_threads()
+    if n < _FAISS_SERIAL_MAX_N:  # one thread: no waits for a busy core, a reproducible graph
+        faiss.omp_set_num_threads(1)
+    try:
+        index = _faiss_index(X32, kind, ef_search=max(_HNSW_EF_SEARCH, m), seed=seed)
+        candidates = index.search(X32, m)[1].astype(np.int64)
+    finally:
+        faiss.omp_set_num_threads(threads)
     invalid = (candidates < 0) | (candidates == np.arange(n)[:, None])
     candidates[invalid] = 0
     distances = _exact_distances(X, candidates)
