@@ -179,7 +179,8 @@ def auto_method(n: int, d: int) -> str:
     """The search ``knn_search(method="auto")`` runs for ``n`` points in ``d`` dimensions.
 
     ``"kdtree"`` for d <= 8; ``"brute"`` below n = 5000; ``"gemm"`` (exact) up to
-    n = 200,000; above, ``"faiss"`` (HNSW, exact re-rank) when faiss is installed, else
+    n = 200,000; above, ``"faiss"`` (HNSW, exact re-rank) when faiss is installed
+    (``"faiss_ivf"`` on the GPU when faiss is a GPU build that sees one), else
     ``"nndescent"`` when pynndescent is, else ``"gemm"`` with a warning that names the
     ``scale`` extra. Measured on 2 CPU cores (benchmarks/bench_knn_scale.py, CPU seconds,
     which the shared machine's load inflates least): at n = 10^5 the exact gemm search
@@ -194,7 +195,7 @@ def auto_method(n: int, d: int) -> str:
     if n <= _APPROXIMATE_MIN_N:
         return "gemm"
     if _installed("faiss"):
-        return "faiss"
+        return "faiss_ivf" if faiss_gpu_available() else "faiss"
     if _installed("pynndescent"):
         return "nndescent"
     import warnings

@@ -72,8 +72,12 @@ def test_auto_method_thresholds(monkeypatch):
     assert auto_method(neighbors._APPROXIMATE_MIN_N, 64) == "gemm"
     installed = {"faiss": True, "pynndescent": True}
     monkeypatch.setattr(neighbors, "_installed", lambda name: installed[name])
+    monkeypatch.setattr(neighbors, "faiss_gpu_available", lambda: False)
     big = neighbors._APPROXIMATE_MIN_N + 1
     assert auto_method(big, 64) == "faiss"
+    monkeypatch.setattr(neighbors, "faiss_gpu_available", lambda: True)
+    assert auto_method(big, 64) == "faiss_ivf"  # HNSW has no GPU index; IVF-Flat has
+    monkeypatch.setattr(neighbors, "faiss_gpu_available", lambda: False)
     installed["faiss"] = False
     assert auto_method(big, 64) == "nndescent"
     installed["pynndescent"] = False
