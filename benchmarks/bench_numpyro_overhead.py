@@ -9,10 +9,9 @@ Drivers, for chromatic Gibbs (q = 10) and Swendsen–Wang (q = 2) on one kNN gra
 * ``sample_chains``: the library's driver (``chain_method="auto"``: chains one after
   another inside one compiled call on a single CPU);
 * ``numpyro``: ``MCMC(NumpyroKernel(kernel), chain_method="vectorized")`` with the model
-  passed at run time, as shipped (``prepare`` once in ``init``, chains mapped like
-  ``sample_chains``);
-* ``numpyro_vmap``: the same with ``chain_map="vmap"`` (chains vmapped: the adapter before
-  this benchmark);
+  passed at run time, as shipped (``prepare`` once in ``init``, chains vmapped);
+* ``numpyro_seq``: the same with ``chain_map="sequential"`` (``lax.map`` over the chains
+  inside every step);
 * ``numpyro_noprep``: vmapped and without the kernel's ``prepare`` (the kernel re-gathers its
   tables every sweep: also the adapter before this benchmark).
 
@@ -79,7 +78,7 @@ def drivers(kernel, model, n_chains):
     return {
         "sample_chains": chains,
         "numpyro": numpyro(NumpyroKernel(kernel)),
-        "numpyro_vmap": numpyro(NumpyroKernel(kernel, chain_map="vmap")),
+        "numpyro_seq": numpyro(NumpyroKernel(kernel, chain_map="sequential")),
         "numpyro_noprep": numpyro(NumpyroKernel(kernel._replace(prepare=None), chain_map="vmap")),
     }
 
@@ -136,10 +135,10 @@ def main():
     print(f"device {device}, {os.cpu_count()} cores; per-sweep ms (slope), ratio vs "
           "sample_chains")
     print(f"{'kernel':16} {'n':>7} {'q':>3} {'sample_chains':>13} {'numpyro':>14} "
-          f"{'numpyro_vmap':>14} {'numpyro_noprep':>15} {'load':>5}")
+          f"{'numpyro_seq':>14} {'numpyro_noprep':>15} {'load':>5}")
     for r in rows:
         cells = [f"{r[d + '_sweep_ms']:7.2f} {r[d + '_ratio']:5.2f}x"
-                 for d in ("numpyro", "numpyro_vmap", "numpyro_noprep")]
+                 for d in ("numpyro", "numpyro_seq", "numpyro_noprep")]
         print(f"{r['kernel']:16} {r['n']:>7} {r['q']:>3} {r['sample_chains_sweep_ms']:13.2f} "
               f"{cells[0]:>14} {cells[1]:>14} {cells[2]:>15} {r['loadavg_1min']:5.1f}")
 
