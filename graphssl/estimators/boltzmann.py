@@ -142,6 +142,22 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         """Unreached along the model's pairs (dense pairs reach every node)."""
         return unreached_nodes(self._pair_graph, labels >= 0)
 
+    def to_arviz(self, **kwargs):
+        """The chains of the label posterior at the learned Theta as an ArviZ DataTree
+        (:func:`graphssl.diagnostics.to_arviz`: energy, sorted class sizes and co-assignment
+        in ``posterior``, training labels in ``observed_data``); only for a sampled method
+        (enumeration is exact: no chains). ``kwargs`` go to the converter."""
+        from sklearn.utils.validation import check_is_fitted
+
+        from graphssl.diagnostics import to_arviz
+
+        check_is_fitted(self, "samples_")
+        if self.samples_ is None:
+            raise ValueError("to_arviz: this fit enumerated the posterior exactly (no chains);"
+                             " fit with method='gibbs' or 'swendsen_wang' for MCMC draws")
+        kwargs.setdefault("observed_labels", self._training_labels)
+        return to_arviz(self.samples_, model=self._sampled_model, **kwargs)
+
     def _label_distributions(self, graph, labels, n_classes):
         n = graph.n_nodes
         method, pairs = self._check(n, int(max(n_classes, 2)))
@@ -176,6 +192,14 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         self.n_iter_ = int(info["iterations"])
         self.suspected_label_errors_ = post.suspected_errors
         self._map_encoded = np.asarray(post.map_labels)  # map_labels_ set by the base
+        self.samples_, self._sampled_model = post.samples, post.model  # None: enumeration
+        if post.samples is not None:  # R-hat / ESS of the final posterior's chains
+            from graphssl.diagnostics import check_convergence
+
+            self._training_labels = np.asarray(labels)
+            self.convergence_ = check_convergence(
+                post.samples, model=post.model, observed_labels=labels,
+                source=type(self).__name__, stacklevel=3)
         if isinstance(theta, bl.BasicParams):
             self.sigma_ = float(jnp.exp(theta.log_sigma))
         else:
