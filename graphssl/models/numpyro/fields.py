@@ -35,6 +35,7 @@ from numpyro.distributions import constraints
 
 from graphssl.models.diffusion_mixture import DirichletDiffusionMixture, log_joint_terms
 from graphssl.models.potts import PottsModel
+from graphssl.models.protocol import PairwiseLabelModel, pairwise_energy, pairwise_tables
 
 __all__ = [
     "LabelField",
@@ -51,7 +52,8 @@ __all__ = [
 def _unary_start(model, key):
     """Independent draws from the field's unary logits (uniform without one), clamped."""
     n, q = model.n_nodes, model.n_classes
-    unary = model.unary_logits() if hasattr(model, "unary_logits") else jnp.zeros((n, q))
+    pairwise = isinstance(model, PairwiseLabelModel)
+    unary = pairwise_tables(model).unary if pairwise else jnp.zeros((n, q))
     draw = jax.random.categorical(key, unary, axis=-1).astype(jnp.int32)
     return jnp.where(model.observed, model.labels, draw)
 
@@ -251,9 +253,9 @@ class EvidenceModel:
         return self.base.labels
 
     def energy(self, labels) -> jax.Array:
-        """``E(y) - sum_i U[i, y_i]``."""
-        extra = jnp.take_along_axis(self.evidence, labels[:, None].astype(jnp.int32), axis=1)
-        return self.base.energy(labels) - jnp.sum(extra)
+        """``E(y) - sum_i U[i, y_i]``: :func:`~graphssl.models.protocol.pairwise_energy` of
+        the tables below (one source of truth with the samplers)."""
+        return pairwise_energy(self, labels)
 
     def unary_logits(self) -> jax.Array:
         """The base's field plus ``U``."""
@@ -261,11 +263,8 @@ class EvidenceModel:
 
     def pairwise_tables(self):
         """The base's tables with ``U`` added to the unary table."""
-        tables = self.base.pairwise_tables()
-        if hasattr(tables, "_replace") and hasattr(tables, "unary"):
-            return tables._replace(unary=tables.unary + self.evidence)
-        index, coupling, unary = tables
-        return index, coupling, unary + self.evidence
+        tables = pairwise_tables(self.base)
+        return tables._replace(unary=tables.unary + self.evidence)
 
     def unclamped(self) -> EvidenceModel:
         """The base unclamped, evidence kept."""
