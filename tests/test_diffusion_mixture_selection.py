@@ -187,7 +187,9 @@ def test_diffusion_pmfs_for_taus_match_the_matrix_exponential(kind):
     from scipy.linalg import expm
 
     graph = knn_graph(two_moons(60, seed=2).X, 6, sigma="walder")
-    S = dm._symmetric_normalized_weights(graph)
+    from graphssl.models.graph_diffusion import _symmetric_normalized_weights
+
+    S = _symmetric_normalized_weights(graph)
     diag = np.eye(60) if kind == "symmetric" else np.diag(S.sum(axis=1))
     taus = (0.0, 1.0, 5.0)
     for tau, D in zip(taus, dm.diffusion_pmfs_for_taus(graph, taus, kind), strict=True):
