@@ -2,30 +2,35 @@
 their defaults beside scikit-learn's LabelSpreading (kNN kernel, k = 10), one process per fit.
 
 Data: 10 Gaussian clusters in d = 32 (centres N(0, 9 I), unit isotropic noise), 1 % of the
-points labelled (graphssl.data.random_splits, stratified, seed 0), n = 10^3, 10^4, 10^5 by
-default (``--n``). Each fit runs in a fresh Python process, so its time holds what a user's
-new process pays: imports are timed apart (``import_s``), ``fit_s`` is ``fit(X, y)`` alone
-(kNN search, graph, solve, and any JIT compilation), ``fit_cpu_s`` the CPU time (user +
-system, all threads) the fit took (other processes' load inflates wall time, hardly this),
-``process_s`` the child's whole life seen from the driver. Peak memory is the child's
-``VmHWM`` (``ru_maxrss`` of a child started by fork + exec would inherit the driver's
-high-water mark). The growth exponent is the
-least-squares slope of log(fit_s) against log(n).
+points labelled (stratified: 1 % of each cluster, seed 0), n = 10^3 ... 10^6
+(``--n``). Each fit runs in a fresh Python process, so its time holds what a user's new
+process pays. Per fit: ``cpu_s``, the CPU time (user + system, all threads) of
+``fit(X, y)`` alone (kNN search, graph, solve, any JIT compilation; the figure compared,
+since the shared machine's load inflates wall time far more), ``fit_s`` its wall time,
+``import_s`` / ``import_cpu_s`` the imports before it, ``peak_mb`` the child's ``VmHWM``,
+``compiles`` / ``compile_s`` the XLA compilations during the fit and their time,
+``cache_hits`` the programs read from the persistent cache.
 
-JAX's persistent compilation cache (:mod:`graphssl.config`): every graphssl fit runs with a
-cache folder of its own, filled by one unmeasured run of the same model and n first
-(``warm``: the state of a user's second and later processes) and, with ``--cache-compare``,
-also with the cache switched off (``GRAPHSSL_JAX_CACHE=0``: what every process paid before);
-``--no-cache-only``: ours with the cache off only (no fill run: for the large n, where a
-fill run costs as much as the measured one).
+JAX's persistent compilation cache (graphssl.config, on by default): every graphssl model is
+run three ways, each with a cache folder of its own per (model, n): ``cold`` (an empty
+folder: a user's first process), ``warm`` (the same folder again: every later process) and
+``off`` (``GRAPHSSL_JAX_CACHE=0``). ``--states`` picks a subset (``off`` alone for the large
+n, where compilation is a rounding error). The peer has no cache (state ``-``).
 
-Rounds: ``--repeats`` (default 1) interleaved rounds, the best of them is reported; the
-1-minute load average is stored with each figure (the machine is shared: compare ratios
-within a row, not seconds across runs).
+The table gives, per n and model, CPU seconds, wall seconds, peak MB, the peer's CPU
+seconds and ours / peer; then the growth exponent of each series: the least-squares slope
+of log(cpu_s) against log(n) (and of wall time).
 
-Usage: ``python benchmarks/bench_cost.py [--n 1000 10000 100000] [--cache-compare]
-[--repeats 1] [--tag TAG]``; prints the table and writes
-``benchmarks/results/bench_cost[_TAG].json``.
+``--concurrency P``: P processes fit PottsClassifier at once on one empty shared cache
+folder, then P again on the warm folder; reports exit codes, cache warnings and times (what
+JAX's unlocked cache does with concurrent writers and readers).
+
+Rows are merged into ``benchmarks/results/bench_cost[_TAG].json`` by (model, n, state), so
+the long 10^6 fits can run in separate invocations (``--n 1000000 --models ...``); the file
+is written atomically after every fit. Usage::
+
+    python benchmarks/bench_cost.py [--n 1000 10000 100000] [--models ...]
+        [--states cold warm off] [--repeats 1] [--timeout 1800] [--tag TAG]
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import os
 import pathlib
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,7 +51,9 @@ import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-MODELS = ("HarmonicFunctionClassifier", "LGCClassifier", "PottsClassifier", "LabelSpreading")
+OURS = ("HarmonicFunctionClassifier", "LGCClassifier", "PottsClassifier")
+PEER = "LabelSpreading"
+STATES = ("cold", "warm", "off")
 
 
 def make_data(n: int, d: int = 32, clusters: int = 10, seed: int = 0):
@@ -54,12 +62,20 @@ def make_data(n: int, d: int = 32, clusters: int = 10, seed: int = 0):
     centres = 3.0 * rng.normal(size=(clusters, d))
     truth = rng.integers(0, clusters, n)
     X = centres[truth] + rng.normal(size=(n, d))
-    from graphssl.data import random_splits
-
-    labelled = random_splits(truth, 0.01, n_splits=1, seed=seed)[0]
+    labelled = _stratified(truth, 0.01, seed)
     y = np.full(n, -1)
     y[labelled] = truth[labelled]
     return X, y, truth
+
+
+def _stratified(truth, rate: float, seed: int) -> np.ndarray:
+    """Labelled indices: ``max(1, round(rate * n_c))`` points of each class c, drawn without
+    replacement (NumPy only: the peer's process imports neither graphssl nor JAX)."""
+    rng = np.random.default_rng([seed, 1])
+    picked = [rng.choice(np.flatnonzero(truth == c),
+                         max(1, round(rate * int(np.sum(truth == c)))), replace=False)
+              for c in np.unique(truth)]
+    return np.sort(np.concatenate(picked))
 
 
 def _peak_mb() -> float:
@@ -74,8 +90,8 @@ def _cpu_s() -> float:
 
 def worker(spec: dict) -> dict:
     """Child process: import, build the data, time one fit."""
-    start = time.perf_counter()
-    if spec["model"] == "LabelSpreading":
+    start, cpu = time.perf_counter(), _cpu_s()
+    if spec["model"] == PEER:
         from sklearn.semi_supervised import LabelSpreading
 
         estimator = LabelSpreading(kernel="knn", n_neighbors=10)
@@ -83,34 +99,61 @@ def worker(spec: dict) -> dict:
         import graphssl.estimators as estimators
 
         estimator = getattr(estimators, spec["model"])()
-    import_s = time.perf_counter() - start
+    import_s, import_cpu_s = time.perf_counter() - start, _cpu_s() - cpu
     X, y, truth = make_data(spec["n"])
+    counts = _compile_counter()
     start, cpu = time.perf_counter(), _cpu_s()
     estimator.fit(X, y)
     fit_s, cpu = time.perf_counter() - start, _cpu_s() - cpu
     unlabelled = y < 0
     accuracy = float(np.mean(estimator.transduction_[unlabelled] == truth[unlabelled]))
-    return {"import_s": import_s, "fit_s": fit_s, "fit_cpu_s": cpu, "peak_mb": _peak_mb(),
-            "accuracy": accuracy}
+    return {"cpu_s": cpu, "fit_s": fit_s, "import_s": import_s, "import_cpu_s": import_cpu_s,
+            "peak_mb": _peak_mb(), "accuracy": accuracy, **counts}
+
+
+def _compile_counter() -> dict:
+    """A dict that JAX's monitoring events fill during the fit: XLA compilations (count,
+    seconds) and persistent-cache hits."""
+    counts = {"compiles": 0, "compile_s": 0.0, "cache_hits": 0}
+    try:
+        from jax import monitoring
+    except ImportError:
+        return counts
+
+    def on_duration(event, seconds, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
+            counts["compiles"] += 1
+            counts["compile_s"] += float(seconds)
+
+    def on_event(event, **_):
+        if event == "/jax/compilation_cache/cache_hits":
+            counts["cache_hits"] += 1
+
+    monitoring.register_event_duration_secs_listener(on_duration)
+    monitoring.register_event_listener(on_event)
+    return counts
 
 
 def run(spec: dict, env: dict, timeout: float) -> dict:
-    cmd = [sys.executable, __file__, "--worker", json.dumps(spec)]
+    cmd = ["nice", "-n", "10", sys.executable, __file__, "--worker", json.dumps(spec)]
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                               env={**os.environ, **env})
     except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:.0f} s"}
+        return {"error": f"timed out after {timeout:.0f} s (wall)"}
     if proc.returncode != 0:
-        return {"error": (proc.stderr.strip().splitlines() or ["?"])[-1][:300]}
+        tail = (proc.stderr.strip().splitlines() or ["?"])[-1][:300]
+        return {"error": f"exit {proc.returncode}: {tail}"}
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     out["process_s"] = time.perf_counter() - start
     out["load_1min"] = os.getloadavg()[0]
+    out["cache_warnings"] = proc.stderr.count("persistent compilation cache")
     return out
 
 
 def slope(ns, seconds) -> float | None:
+    """Least-squares slope of log(seconds) against log(n) (None below two points)."""
     pairs = [(n, s) for n, s in zip(ns, seconds, strict=True) if s]
     if len(pairs) < 2:
         return None
@@ -118,77 +161,140 @@ def slope(ns, seconds) -> float | None:
     return float(np.polyfit(x, y, 1)[0])
 
 
+def write_atomic(path: pathlib.Path, payload: dict) -> None:
+    """Write JSON to a temporary file in the same folder, then rename it over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(payload, fh, indent=2)
+    os.replace(tmp, path)
+
+
+def load(path: pathlib.Path) -> dict:
+    if path.exists():
+        return json.loads(path.read_text())
+    return {"rows": []}
+
+
+def keyed(rows) -> dict:
+    return {(r["model"], r["n"], r["state"]): r for r in rows}
+
+
+def measure(args, path: pathlib.Path, payload: dict) -> None:
+    rows = keyed(payload["rows"])
+    ours = [m for m in args.models if m != PEER]
+    with tempfile.TemporaryDirectory(prefix="graphssl_cost_") as tmp:
+        for _ in range(args.repeats):
+            for n in args.n:
+                jobs = [(PEER, "-", {})] if PEER in args.models else []
+                for model in ours:
+                    folder = os.path.join(tmp, f"{model}_{n}")
+                    shutil.rmtree(folder, ignore_errors=True)  # cold = an empty folder
+                    for state in args.states:
+                        setting = "0" if state == "off" else folder
+                        jobs.append((model, state, {"GRAPHSSL_JAX_CACHE": setting}))
+                for model, state, env in jobs:
+                    result = run({"model": model, "n": n}, env, args.timeout)
+                    result.update(model=model, n=n, state=state)
+                    print(f"n={n:8d} {model:27s} {state:5s} {json.dumps(result)}", flush=True)
+                    best = rows.get((model, n, state))
+                    if (best is None or "error" in best
+                            or ("cpu_s" in result and result["cpu_s"] < best["cpu_s"])):
+                        rows[(model, n, state)] = result
+                    payload["rows"] = list(rows.values())
+                    write_atomic(path, payload)
+
+
+def concurrency(args, path: pathlib.Path, payload: dict) -> None:
+    """P processes at once on one empty cache folder, then P on the warm folder."""
+    n, model = args.n[0], "PottsClassifier"
+    record = {"processes": args.concurrency, "n": n, "model": model}
+    with tempfile.TemporaryDirectory(prefix="graphssl_cache_") as folder:
+        for phase in ("cold", "warm"):
+            cmd = ["nice", "-n", "10", sys.executable, __file__, "--worker",
+                   json.dumps({"model": model, "n": n})]
+            env = {**os.environ, "GRAPHSSL_JAX_CACHE": folder}
+            procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, env=env) for _ in range(args.concurrency)]
+            outs = [p.communicate(timeout=args.timeout) for p in procs]
+            results = []
+            for p, (out, err) in zip(procs, outs, strict=True):
+                entry = {"exit": p.returncode,
+                         "cache_warnings": err.count("persistent compilation cache")}
+                if p.returncode == 0:
+                    fit = json.loads(out.strip().splitlines()[-1])
+                    entry.update({k: fit[k] for k in ("cpu_s", "fit_s", "compiles",
+                                                      "cache_hits", "accuracy")})
+                results.append(entry)
+            record[phase] = results
+            record[f"{phase}_entries"] = sum(1 for f in os.scandir(folder) if f.is_file())
+            print(f"concurrency {phase}: {json.dumps(results)}", flush=True)
+    payload["concurrency"] = record
+    write_atomic(path, payload)
+
+
+def report(payload: dict) -> dict:
+    rows = keyed(payload["rows"])
+    ns = sorted({n for (_, n, _) in rows})
+    print(f"\n{'n':>8s} {'model':27s} {'state':5s} {'cpu s':>8s} {'wall s':>8s} "
+          f"{'peak MB':>8s} {'acc':>6s} {'compiles':>8s} {'peer cpu':>8s} {'ours/peer':>9s}")
+    for n in ns:
+        peer = rows.get((PEER, n, "-"), {})
+        for (model, m, state), r in sorted(rows.items(), key=lambda kv: (
+                kv[0][0] == PEER, kv[0][0], STATES.index(kv[0][2]) if kv[0][2] in STATES
+                else 9)):
+            if m != n:
+                continue
+            if "error" in r:
+                print(f"{n:8d} {model:27s} {state:5s} {r['error']}")
+                continue
+            ratio = (f"{r['cpu_s'] / peer['cpu_s']:9.2f}" if peer.get("cpu_s") and model != PEER
+                     else "")
+            peer_cpu = f"{peer['cpu_s']:8.2f}" if peer.get("cpu_s") else f"{'-':>8s}"
+            print(f"{n:8d} {model:27s} {state:5s} {r['cpu_s']:8.2f} {r['fit_s']:8.2f} "
+                  f"{r['peak_mb']:8.0f} {r['accuracy']:6.3f} {r.get('compiles', 0):8d} "
+                  f"{peer_cpu} {ratio}")
+    exponents = {}
+    for model, state in sorted({(m, s) for (m, _, s) in rows}):
+        series = [rows.get((model, n, state), {}) for n in ns]
+        exponents[f"{model}/{state}"] = {
+            "cpu": slope(ns, [r.get("cpu_s") for r in series]),
+            "wall": slope(ns, [r.get("fit_s") for r in series]),
+            "n": [n for n, r in zip(ns, series, strict=True) if r.get("cpu_s")],
+        }
+    print("\ngrowth exponent (least-squares slope of log time against log n):")
+    for name, e in exponents.items():
+        if e["cpu"] is not None:
+            print(f"  {name:33s} cpu {e['cpu']:5.2f}  wall {e['wall']:5.2f}  over n = {e['n']}")
+    return exponents
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, nargs="+", default=[1000, 10_000, 100_000])
-    parser.add_argument("--models", nargs="+", default=list(MODELS))
+    parser.add_argument("--models", nargs="+", default=[*OURS, PEER])
+    parser.add_argument("--states", nargs="+", default=list(STATES), choices=STATES)
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--cache-compare", action="store_true")
-    parser.add_argument("--no-cache-only", action="store_true",
-                        help="ours with the cache off only (no unmeasured fill run)")
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--concurrency", type=int, default=0)
+    parser.add_argument("--report", action="store_true", help="print the stored table only")
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
         return
-    rows = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in args.n:
-            caches = {}
-            for model in args.models if not args.no_cache_only else ():
-                if model != "LabelSpreading":  # fill a cache of this model's own, unmeasured
-                    caches[model] = os.path.join(tmp, f"{model}_{n}")
-                    run({"model": model, "n": n}, {"GRAPHSSL_JAX_CACHE": caches[model]},
-                        args.timeout)
-            for _ in range(args.repeats):
-                for model in args.models:
-                    settings = {"warm": {"GRAPHSSL_JAX_CACHE": caches.get(model, "0")}}
-                    if args.no_cache_only and model != "LabelSpreading":
-                        settings = {"no_cache": {"GRAPHSSL_JAX_CACHE": "0"}}
-                    elif args.cache_compare and model != "LabelSpreading":
-                        settings["no_cache"] = {"GRAPHSSL_JAX_CACHE": "0"}
-                    for setting, env in settings.items():
-                        result = run({"model": model, "n": n}, env, args.timeout)
-                        key = (model, n, setting)
-                        best = rows.get(key)
-                        if best is None or "error" in best or (
-                                "fit_s" in result and result["fit_s"] < best["fit_s"]):
-                            rows[key] = result
-                        print(f"n={n:8d} {model:28s} {setting:9s} {json.dumps(result)}",
-                              flush=True)
-    table = [{"model": m, "n": n, "cache": c, **r} for (m, n, c), r in rows.items()]
-    print(f"\n{'model':28s} {'cache':9s} {'n':>8s} {'fit s':>8s} {'cpu s':>8s} "
-          f"{'process s':>9s} {'peak MB':>8s} {'acc':>6s} {'/peer':>8s} {'cpu/peer':>8s}")
-    peer = {n: rows.get(("LabelSpreading", n, "warm"), {}) for n in args.n}
-    exponents = {}
-    for model in args.models:
-        for cache in ("warm", "no_cache"):
-            series = [rows.get((model, n, cache)) for n in args.n]
-            if all(r is None for r in series):
-                continue
-            for n, r in zip(args.n, series, strict=True):
-                if r is None:
-                    continue
-                if "error" in r:
-                    print(f"{model:28s} {cache:9s} {n:8d} {r['error']}")
-                    continue
-                ratio = (f"{r['fit_s'] / peer[n]['fit_s']:8.2f} "
-                         f"{r['fit_cpu_s'] / peer[n]['fit_cpu_s']:8.2f}"
-                         if peer[n].get("fit_s") else "")
-                print(f"{model:28s} {cache:9s} {n:8d} {r['fit_s']:8.2f} {r['fit_cpu_s']:8.2f} "
-                      f"{r['process_s']:9.2f} {r['peak_mb']:8.0f} {r['accuracy']:6.3f} {ratio}")
-            exponents[f"{model}/{cache}"] = slope(
-                args.n, [r.get("fit_s") if r else None for r in series])
-    print("growth exponent of fit_s (log-log slope): "
-          + ", ".join(f"{k} {v:.2f}" for k, v in exponents.items() if v is not None))
-    meta = {"device": f"{platform.machine()}, {os.cpu_count()} cores",
-            "python": platform.python_version(), "d": 32, "clusters": 10, "label_rate": 0.01}
-    RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"bench_cost{'_' + args.tag if args.tag else ''}.json"
-    path.write_text(json.dumps({"meta": meta, "rows": table, "growth_exponent": exponents},
-                               indent=2))
+    payload = load(path)
+    payload["meta"] = {"device": f"{platform.machine()}, {os.cpu_count()} cores",
+                       "python": platform.python_version(), "d": 32, "clusters": 10,
+                       "label_rate": 0.01, "time": "CPU seconds of fit (user + system)"}
+    if args.concurrency:
+        concurrency(args, path, payload)
+    elif not args.report:
+        measure(args, path, payload)
+    payload["growth_exponent"] = report(payload)
+    write_atomic(path, payload)
     print(f"wrote {path.relative_to(HERE.parent)}")
 
 

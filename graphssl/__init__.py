@@ -3,8 +3,8 @@
 Layers (imports flow one way): ``graph`` / ``data`` / ``metrics`` -> ``models`` (what is
 believed) -> ``inference`` (how it is computed) -> ``diagnostics`` / ``estimators`` / ``cli``.
 
-JAX's persistent compilation cache is opt-in: ``GRAPHSSL_JAX_CACHE=1`` (the user cache folder)
-or a path turns it on at import; see :mod:`graphssl.config` for why it is off by default.
+JAX's persistent compilation cache is on by default, in the user cache folder;
+``GRAPHSSL_JAX_CACHE=0`` turns it off and a path moves it (:mod:`graphssl.config`).
 """
 
 from graphssl.config import configure_compilation_cache

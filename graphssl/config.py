@@ -1,48 +1,69 @@
 """Process-wide settings applied when :mod:`graphssl` is imported.
 
-JAX persistent compilation cache (opt-in)
------------------------------------------
-JAX can write every XLA program graphssl compiles (the kNN search, the solvers, the samplers)
-to a cache folder and read it back in later processes, so a new Python process does not pay
-the compilation again. graphssl leaves it OFF unless asked, because JAX reads a cached
-executable back without verifying it: during this project's own test runs (eight processes
-sharing one cache folder on a loaded machine) reading an entry back crashed the interpreter
-with a segmentation fault inside ``jax._src.compilation_cache.get_executable_and_time``. A
-library must never crash its caller's process, so the speed-up is a choice the user makes.
+JAX persistent compilation cache (on by default)
+------------------------------------------------
+JAX writes the XLA programs graphssl compiles (the mean-field and Gibbs solvers, the
+compiled kNN search on accelerators) to a cache folder and reads them back in later
+processes, so a new Python process does not pay the compilation again. The environment
+variable ``GRAPHSSL_JAX_CACHE`` switches it, read once at import:
 
-The environment variable ``GRAPHSSL_JAX_CACHE`` switches it, read once at import:
-
-* unset, empty, ``0`` / ``off`` / ``false`` / ``no``: no persistent cache (JAX's default);
-* ``1`` / ``on`` / ``true`` / ``yes``: the user cache folder of the platform
-  (``platformdirs.user_cache_dir("graphssl")/jax``, e.g. ``~/.cache/graphssl/jax`` on Linux);
+* unset, empty, ``1`` / ``on`` / ``true`` / ``yes``: the user cache folder of the platform,
+  ``platformdirs.user_cache_dir("graphssl")/jax/<host>`` (e.g. ``~/.cache/graphssl/jax/...``
+  on Linux), where ``<host>`` names the jax / jaxlib versions, the machine and a hash of the
+  CPU model and instruction-set flags (an XLA CPU program is machine code for the CPU that
+  compiled it: a home folder shared by different machines must not hand one's code to the
+  other);
+* ``0`` / ``off`` / ``false`` / ``no``: no persistent cache (JAX's default);
 * any other value: that folder (``~`` expanded).
 
-A folder the caller already gave JAX (``jax.config.update("jax_compilation_cache_dir",
-...)`` or the ``JAX_COMPILATION_CACHE_DIR`` variable) is left as it is. Programs that compile
-in under ``min_compile_seconds`` (0.1 s; JAX's default is 1 s) are not written: below that,
-reading an entry back saves too little. Measured by benchmarks/bench_cost.py (a fresh
-process per fit, CPU seconds of ``fit`` on 2 cores, cache warm / off): PottsClassifier
-0.71 / 1.67 s at n = 10^3 and 0.70 / 2.01 s at n = 10^4; HarmonicFunctionClassifier
-0.36 / 0.53 s at n = 10^4 (the compiled kNN search); no change where nothing compiles.
-If a cached run ever crashes, delete the folder.
+Within a process, :func:`configure_compilation_cache` changes it (``"0"`` turns it off;
+JAX reads the setting at its first compilation, so call it before any). A folder the caller
+already gave JAX (``jax.config.update("jax_compilation_cache_dir", ...)`` or the
+``JAX_COMPILATION_CACHE_DIR`` variable) is left as it is. Programs that compile in under
+``min_compile_seconds`` (0.1 s; JAX's default is 1 s) are not written: reading a small
+program back costs about what compiling it does. The folder grows with the number of
+distinct programs (shapes); delete it at any time.
+
+Safety. A fit never depends on the cache: a folder that cannot be created or written
+leaves the cache off; JAX turns an entry it cannot read (say, a truncated write) into a
+warning and a fresh compilation, and a failed write into a warning (a truncated entry fails
+to decompress: zlib, or zstd where installed). JAX writes entries in place, without a lock,
+so two processes compiling the same program at once may each compile it; a reader that
+catches a half-written file recompiles. Measured with
+concurrent processes sharing one empty folder (benchmarks/bench_cost.py ``--concurrency``;
+the figures are in ``benchmarks/results/bench_cost.json``).
+
+A segmentation fault seen in ``get_executable_and_time`` during this project's test runs
+(eight processes, one cache folder) made the cache opt-in for a while. Its cause is not the
+cache: each live XLA CPU executable holds about three memory mappings, and a process that
+reaches the kernel's ``vm.max_map_count`` (65,530 by default, about 21,000 executables)
+crashes in LLVM's allocator whether it compiles a program or deserialises one from the
+cache (reproduced by taking the mappings with ``mmap`` first: "LLVM compilation error:
+Cannot allocate memory", then SIGSEGV at ``compilation_cache.py`` line 352, the
+``deserialize_executable`` call; ``jax.clear_caches()`` releases the mappings). Only a process
+that compiles tens of thousands of programs, such as a whole test suite, gets there.
+
+The test suite runs with the cache off (``tests/conftest.py``), so no test depends on it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pathlib
+import platform
 
 __all__ = ["CACHE_ENV", "compilation_cache_dir", "configure_compilation_cache"]
 
 CACHE_ENV = "GRAPHSSL_JAX_CACHE"
-_OFF = {"", "0", "off", "false", "no"}
-_ON = {"1", "on", "true", "yes"}
+_OFF = {"0", "off", "false", "no"}
+_ON = {"", "1", "on", "true", "yes"}
 _MIN_COMPILE_SECONDS = 0.1
 
 
 def compilation_cache_dir(setting: str | None = None) -> pathlib.Path | None:
-    """The cache folder that ``setting`` (default: ``$GRAPHSSL_JAX_CACHE``) asks for, or
-    ``None`` when it leaves the cache off (the default)."""
+    """The cache folder that ``setting`` (default: ``$GRAPHSSL_JAX_CACHE``, unset = on) asks
+    for, or ``None`` when it turns the cache off."""
     if setting is None:
         setting = os.environ.get(CACHE_ENV, "")
     setting = setting.strip()
@@ -52,7 +73,26 @@ def compilation_cache_dir(setting: str | None = None) -> pathlib.Path | None:
         return pathlib.Path(setting).expanduser()
     import platformdirs
 
-    return pathlib.Path(platformdirs.user_cache_dir("graphssl")) / "jax"
+    return pathlib.Path(platformdirs.user_cache_dir("graphssl")) / "jax" / _host_tag()
+
+
+def _host_tag() -> str:
+    """``jax<version>-jaxlib<version>-<machine>-<12 hex digits>``: the hash covers the CPU
+    model and its instruction-set flags (``/proc/cpuinfo`` on Linux, else
+    ``platform.processor()``)."""
+    import jax
+    import jaxlib
+
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            wanted = ("model name", "flags", "Features", "CPU part")
+            cpu = "\n".join(sorted({line.strip() for line in fh
+                                    if line.split(":")[0].strip() in wanted}))
+    except OSError:
+        pass
+    digest = hashlib.sha256(cpu.encode()).hexdigest()[:12]
+    return f"jax{jax.__version__}-jaxlib{jaxlib.__version__}-{platform.machine()}-{digest}"
 
 
 def configure_compilation_cache(
@@ -60,9 +100,11 @@ def configure_compilation_cache(
 ) -> pathlib.Path | None:
     """Point JAX's persistent compilation cache at :func:`compilation_cache_dir`.
 
-    Returns the folder in use (``None``: cache off, or a folder set by the caller is kept and
-    returned unchanged). Called once by ``import graphssl``; call it again to change the
-    folder within a process (``setting="0"`` turns it off).
+    Returns the folder in use: ``None`` when the cache is off or its folder cannot be
+    created or written (the cache is then left off: it never fails a fit), or the caller's
+    own folder unchanged when JAX already had one and ``setting`` is None. Called once by
+    ``import graphssl``; call it again before the first compilation to change the folder
+    (``setting="0"`` turns it off).
     """
     import jax
 
@@ -72,13 +114,19 @@ def configure_compilation_cache(
         existing = jax.config.jax_compilation_cache_dir
         return pathlib.Path(existing) if existing else None
     folder = compilation_cache_dir(setting)
-    if folder is None:
-        jax.config.update("jax_compilation_cache_dir", None)
-        return None
+    if folder is not None and not _writable(folder):
+        folder = None
+    jax.config.update("jax_compilation_cache_dir", None if folder is None else str(folder))
+    if folder is not None:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                          float(min_compile_seconds))
+    return folder
+
+
+def _writable(folder: pathlib.Path) -> bool:
+    """Create ``folder`` if needed; whether this process can write there."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
-    except OSError:  # read-only home, no permission: run without the cache
-        return None
-    jax.config.update("jax_compilation_cache_dir", str(folder))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_seconds))
-    return folder
+    except OSError:  # read-only home, a file in the way, no permission
+        return False
+    return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)

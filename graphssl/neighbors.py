@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphssl._distances import (  # noqa: F401 - _squared_norms is used by graphssl.graph
+    _blocked_knn,
     _brute_force_knn,
     _drop_self,
     _exact_distances,
@@ -31,7 +32,8 @@ __all__ = [
     "auto_method",
 ]
 
-_GEMM_MIN_N = 5_000  # below it the compiled search's fixed costs exceed brute force's
+_GEMM_MIN_N = 5_000  # accelerators: below it the compiled search's fixed costs dominate
+_BLOCKED_MAX_N = 30_000  # CPU: "blocked" up to it, "gemm" above (measured, see auto_method)
 _KDTREE_MAX_DIM = 8
 _APPROXIMATE_MIN_N = 200_000  # "auto" leaves exact search above it (see auto_method)
 
@@ -178,22 +180,27 @@ def _kdtree_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 def auto_method(n: int, d: int) -> str:
     """The search ``knn_search(method="auto")`` runs for ``n`` points in ``d`` dimensions.
 
-    ``"kdtree"`` for d <= 8; ``"brute"`` below n = 5000; ``"gemm"`` (exact) up to
-    n = 200,000; above, ``"faiss"`` (HNSW, exact re-rank) when faiss is installed
-    (``"faiss_ivf"`` on the GPU when faiss is a GPU build that sees one), else
-    ``"nndescent"`` when pynndescent is, else ``"gemm"`` with a warning that names the
-    ``scale`` extra. Measured on 2 CPU cores (benchmarks/bench_knn_scale.py, CPU seconds,
-    which the shared machine's load inflates least): at n = 10^5 the exact gemm search
-    still costs less than faiss HNSW (d = 64 Gaussian clusters: 12.0 s against 23.8 s, recall
-    0.965; SecStr, n = 83,679: 7.1 s against 14.6 s, recall 0.9999), at n = 10^6 the exact
-    search costs 1279 s (extrapolated from 10^4 queries).
+    ``"kdtree"`` for d <= 8; exact search up to n = 200,000: ``"blocked"`` below n = 5000,
+    and on a CPU up to n = 30,000, else ``"gemm"``; above 200,000, ``"faiss"`` (HNSW,
+    exact re-rank) when faiss is installed (``"faiss_ivf"`` on the GPU when faiss is a GPU
+    build that sees one), else ``"nndescent"`` when pynndescent is, else the exact search
+    with a warning that names the ``scale`` extra. Measured on 2 CPU cores (d = 32, a fresh
+    process per search, CPU seconds, which the shared machine's load inflates least):
+    ``"blocked"`` compiles nothing, ``"gemm"`` compiles once per shape (or reads the
+    persistent cache, :mod:`graphssl.config`), then does the same products and top-k in
+    XLA at less cost per point: n = 10^4: 0.31 s against 0.61 s (compiling) / 0.40 s
+    (cached); 2*10^4: 1.13 against 1.28 / 1.23 s; 4*10^4: 3.90 against 3.76 / 3.45 s;
+    10^5: 27.7 s against ~10 s. At n = 10^5 the exact gemm search still costs less than
+    faiss HNSW (d = 64 Gaussian clusters: 12.0 s against 23.8 s, recall 0.965; SecStr,
+    n = 83,679: 7.1 s against 14.6 s, recall 0.9999, benchmarks/bench_knn_scale.py), at
+    n = 10^6 the exact search costs 1279 s (extrapolated from 10^4 queries).
     """
     if d <= _KDTREE_MAX_DIM:
         return "kdtree"
-    if n < _GEMM_MIN_N:
-        return "brute"
+    blocked = n < _GEMM_MIN_N or (n <= _BLOCKED_MAX_N and not _on_accelerator())
+    exact = "blocked" if blocked else "gemm"
     if n <= _APPROXIMATE_MIN_N:
-        return "gemm"
+        return exact
     if _installed("faiss"):
         return "faiss_ivf" if faiss_gpu_available() else "faiss"
     if _installed("pynndescent"):
@@ -206,7 +213,14 @@ def auto_method(n: int, d: int) -> str:
         "'graphssl[scale]' for faiss",
         stacklevel=3,
     )
-    return "gemm"
+    return exact
+
+
+def _on_accelerator() -> bool:
+    """Whether JAX's default device is an accelerator (GPU / TPU), where ``"gemm"`` runs."""
+    import jax
+
+    return jax.default_backend() != "cpu"
 
 
 def knn_search(
@@ -218,7 +232,10 @@ def knn_search(
     Args:
       X: float[n, d] features.
       k: neighbours per point, ``1 <= k < n``.
-      method: ``"brute"`` (exact, chunked: memory O(chunk x n), never n x n), ``"gemm"``
+      method: ``"brute"`` (exact: scikit-learn's chunked float64 brute force; memory
+        O(chunk x n), never n x n), ``"blocked"`` (exact: float32 products over blocks of
+        128 query rows on the host, threads over blocks, candidates re-ranked in float64;
+        nothing to compile, see :func:`graphssl._distances._blocked_knn`), ``"gemm"``
         (exact: float32 matrix products + top-k in JAX on the default device, candidates
         re-ranked in float64; usps_full on 2 CPU cores: 0.28 s against 0.44 s for ``"brute"``,
         Digit1 (n = 1500): 0.040 s against 0.017 s; the first call of a shape also compiles,
@@ -251,6 +268,8 @@ def knn_search(
     X64 = np.asarray(X, dtype=np.float64)
     if method == "brute":
         return _brute_force_knn(X64, k)
+    if method == "blocked":
+        return _blocked_knn(X64, k)
     if method == "gemm":
         return _gemm_knn(X64, k)
     if method == "kdtree":
@@ -273,6 +292,6 @@ def knn_search(
             return _brute_force_knn(X64, k)
         return _projected_knn(X64, k, n_components, m, seed)
     raise ValueError(
-        f"method: unknown kNN method {method!r}; use 'auto', 'brute', 'gemm', 'kdtree', "
-        "'faiss', 'faiss_ivf', 'nndescent' or 'pca'"
+        f"method: unknown kNN method {method!r}; use 'auto', 'brute', 'blocked', 'gemm', "
+        "'kdtree', 'faiss', 'faiss_ivf', 'nndescent' or 'pca'"
     )

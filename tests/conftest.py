@@ -5,6 +5,8 @@ from pathlib import Path
 
 import jax
 
+# no test depends on JAX's persistent compilation cache (graphssl.config): it is off here
+os.environ.setdefault("GRAPHSSL_JAX_CACHE", "0")
 jax.config.update("jax_enable_x64", True)
 
 _SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"

@@ -1,14 +1,12 @@
 """graphssl.neighbors: the faiss back ends, the choice of ``method="auto"``, the optional
-extra's messages; graphssl.config: the compilation-cache switch."""
+extra's messages."""
 
 from __future__ import annotations
-
-import pathlib
 
 import numpy as np
 import pytest
 
-from graphssl import config, neighbors
+from graphssl import neighbors
 from graphssl.neighbors import auto_method, knn_search
 
 
@@ -66,9 +64,27 @@ def test_faiss_checks_n_candidates(points):
         knn_search(points, 8, method="faiss", n_candidates=3)
 
 
+def test_blocked_search_is_exact(points, exact):
+    indices, distances = knn_search(points, 8, method="blocked")
+    assert indices.dtype == np.int64 and distances.dtype == np.float64
+    np.testing.assert_array_equal(indices, exact[0])
+    np.testing.assert_allclose(distances, exact[1], rtol=1e-12)
+    X = points[:40].copy()  # fewer points than a block; a duplicate pair
+    X[7] = X[3]
+    indices, distances = knn_search(X, 39, method="blocked")
+    assert indices[3, 0] == 7 and indices[7, 0] == 3 and distances[3, 0] == 0.0
+    others = np.array([np.delete(np.arange(40), i) for i in range(40)])
+    np.testing.assert_array_equal(np.sort(indices, axis=1), others)  # k = n - 1: all others
+
+
 def test_auto_method_thresholds(monkeypatch):
     assert auto_method(10**6, 3) == "kdtree"
-    assert auto_method(1000, 64) == "brute"
+    assert auto_method(1000, 64) == "blocked"
+    monkeypatch.setattr(neighbors, "_on_accelerator", lambda: False)
+    assert auto_method(neighbors._BLOCKED_MAX_N, 64) == "blocked"
+    assert auto_method(neighbors._BLOCKED_MAX_N + 1, 64) == "gemm"
+    monkeypatch.setattr(neighbors, "_on_accelerator", lambda: True)
+    assert auto_method(1000, 64) == "blocked"
     assert auto_method(neighbors._APPROXIMATE_MIN_N, 64) == "gemm"
     installed = {"faiss": True, "pynndescent": True}
     monkeypatch.setattr(neighbors, "_installed", lambda name: installed[name])
@@ -99,26 +115,3 @@ def test_missing_optional_back_end_names_the_extra(monkeypatch, points):
     for method in ("faiss", "faiss_ivf", "nndescent"):
         with pytest.raises(ImportError, match=r"pip install 'graphssl\[scale\]'"):
             knn_search(points[:50], 3, method=method)
-
-
-def test_compilation_cache_setting(monkeypatch, tmp_path):
-    import jax
-
-    assert config.compilation_cache_dir("0") is None
-    assert config.compilation_cache_dir(" off ") is None
-    assert config.compilation_cache_dir(str(tmp_path)) == tmp_path
-    monkeypatch.delenv(config.CACHE_ENV, raising=False)
-    assert config.compilation_cache_dir() is None  # off unless asked (see graphssl.config)
-    default = config.compilation_cache_dir(" on ")
-    assert default.parts[-2:] == ("graphssl", "jax")
-    monkeypatch.setenv(config.CACHE_ENV, "0")
-    assert config.compilation_cache_dir() is None
-    before = jax.config.jax_compilation_cache_dir
-    try:
-        folder = config.configure_compilation_cache(str(tmp_path / "cache"))
-        assert folder == tmp_path / "cache" and folder.is_dir()
-        assert pathlib.Path(jax.config.jax_compilation_cache_dir) == folder
-        assert config.configure_compilation_cache("0") is None
-        assert jax.config.jax_compilation_cache_dir is None
-    finally:
-        jax.config.update("jax_compilation_cache_dir", before)
