@@ -34,6 +34,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
 
 from graphssl import metrics
+from graphssl._memory_maps import release_executables_near_limit
 
 __all__ = ["ConvergenceBudget", "invariant_diagnostics", "run_model", "run_job", "portable"]
 
@@ -380,6 +381,7 @@ def run_job(name: str, factory: Callable, graph, y, labelled_idx, *, X=None,
 
         jax.config.update("jax_enable_x64", bool(x64))
     graph = _restored(graph)
+    release_executables_near_limit()
     try:
         record, estimator = run_model(name, factory, graph, y, labelled_idx, X=X,
                                       budget=budget, classes=classes)
