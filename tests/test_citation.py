@@ -134,9 +134,10 @@ def test_cross_fitting_is_out_of_fold(planted):
     labels = np.full(y.size, -1)
     labels[train] = y[train]
     Xn = normalize_rows(X)
-    fit = cross_fitted_log_probabilities(Xn, labels, 3, precisions=(0.01, 0.1), n_folds=3)
+    fit = cross_fitted_log_probabilities(Xn, labels, 3, precisions=(0.01, 0.1), n_folds=3,
+                                         seed=0)
     assert fit.cv_log_lik.shape == (2,) and fit.prior_precision in (0.01 * 18, 0.1 * 18)
-    fold = stratified_folds(labels[train], 3)
+    fold = stratified_folds(labels[train], 3, seed=0)
     assert sorted(np.bincount(fold)) == [6, 6, 6]
     held = train[fold == 0]
     kept = labels.copy()
@@ -146,7 +147,7 @@ def test_cross_fitting_is_out_of_fold(planted):
     expect = feature_log_probabilities(params, jnp.asarray(Xn[held].toarray()))
     np.testing.assert_allclose(fit.log_probs[held], expect, atol=1e-4)  # fits to tol 1e-6
     with pytest.raises(ValueError, match="n_folds"):
-        cross_fitted_log_probabilities(Xn, labels, 3, n_folds=10)
+        cross_fitted_log_probabilities(Xn, labels, 3, n_folds=10, seed=0)
 
 
 # ------------------------------------------------------------------------- pseudo-likelihood
@@ -191,7 +192,7 @@ def crf(planted):
     edges, X, y, train = planted
     data = citation_from_arrays(edges, X, y, train)
     return data, fit_feature_potts(data.graph, data.features, data.train_labels(), 3, rounds=2,
-                                   n_folds=3)
+                                   n_folds=3, seed=0)
 
 
 def test_feature_potts_beats_features_and_reaches_everyone(crf):
@@ -249,3 +250,95 @@ def test_citeseer_loads_as_documented():
     assert data.features.shape == (3327, 3703) and data.n_classes == 6
     assert (data.train_mask.sum(), data.val_mask.sum(), data.test_mask.sum()) == (120, 500, 1000)
 
+
+
+# ------------------------------------------------------------------------- feature prior
+def _prior_fixture(planted):
+    from graphssl.inference.optimize.feature_prior import fit_feature_prior
+
+    edges, X, y, train = planted
+    data = citation_from_arrays(edges, X, y, train)
+    labels = data.train_labels()
+    return data, labels, fit_feature_prior(data.features, labels, 3, n_folds=3, seed=0)
+
+
+def test_harmonic_with_prior_is_zhu_et_al_dongle_solution(planted):
+    from graphssl.inference.optimize.feature_prior import harmonic_with_prior, lgc_with_prior
+
+    data, labels, prior = _prior_fixture(planted)
+    W = data.graph.to_scipy().toarray()
+    h, eta = prior.probs, 0.3
+    f = harmonic_with_prior(data.graph, labels, h, eta, n_classes=3, method="direct")
+    # Sec. 5 of Zhu, Ghahramani & Lafferty (2003), dense: f_U = (I - (1-eta) P_UU)^-1 (...)
+    deg = W.sum(1)
+    U = np.flatnonzero((labels < 0) & (deg > 0))
+    L = np.flatnonzero(labels >= 0)
+    P = W / np.where(deg > 0, deg, 1)[:, None]
+    f_L = np.eye(3)[labels[L]]
+    f_U = np.linalg.solve(np.eye(U.size) - (1 - eta) * P[np.ix_(U, U)],
+                          (1 - eta) * P[np.ix_(U, L)] @ f_L + eta * h[U])
+    np.testing.assert_allclose(f[U], f_U / f_U.sum(1, keepdims=True), atol=1e-10)
+    np.testing.assert_allclose(f[[0, 1]], h[[0, 1]])  # degree 0: the dongle alone
+    np.testing.assert_allclose(f[L], f_L)
+    # eta = 1: the feature model
+    np.testing.assert_allclose(harmonic_with_prior(data.graph, labels, h, 1.0, n_classes=3)[U],
+                               h[U], atol=1e-10)
+    # LGC, rho = 1: Zhou et al.'s (I - alpha S) F = (1 - alpha) Y with Y_U = h_U (dense);
+    # rho -> infinity: the feature model
+    Y = h.copy()
+    Y[L] = f_L
+    inv = np.where(deg > 0, 1 / np.sqrt(np.where(deg > 0, deg, 1)), 0)
+    S = inv[:, None] * W * inv[None, :]
+    F = np.linalg.solve(np.eye(W.shape[0]) - 0.9 * S, 0.1 * Y)
+    np.testing.assert_allclose(
+        lgc_with_prior(data.graph, labels, h, 1.0, alpha=0.9, n_classes=3, method="direct"),
+        F / F.sum(1, keepdims=True), atol=1e-10)
+    np.testing.assert_allclose(lgc_with_prior(data.graph, labels, h, 1e9, n_classes=3)[U],
+                               h[U], atol=1e-5)
+    with pytest.raises(ValueError, match="eta"):
+        harmonic_with_prior(data.graph, labels, h, 0.0)
+
+
+def test_prior_weight_cross_validation_hides_each_fold(planted):
+    from graphssl.inference.optimize.feature_prior import choose_prior_weight
+
+    data, labels, prior = _prior_fixture(planted)
+    seen = []
+
+    def solve(known, h, weight):
+        seen.append(np.flatnonzero((known < 0) & (labels >= 0)))
+        out = np.full((labels.size, 3), 1e-3)
+        out[np.arange(labels.size), np.maximum(labels, 0)] = weight  # 'weight' = confidence
+        return out / out.sum(1, keepdims=True)
+
+    weight, scores = choose_prior_weight(solve, labels, prior, (0.1, 0.5, 0.9))
+    assert weight == 0.9 and scores.shape == (3,) and np.all(np.diff(scores) > 0)
+    hidden = np.concatenate(seen[::3])  # one grid value per fold: the folds partition the labels
+    assert np.array_equal(np.sort(hidden), np.flatnonzero(labels >= 0))
+    assert all(np.array_equal(np.sort(prior.folds[s]), np.full(s.size, prior.folds[s][0]))
+               for s in seen)
+
+
+def test_graph_models_take_the_feature_model_as_prior():
+    from graphssl.estimators import HarmonicFunctionClassifier, LGCClassifier
+
+    # sparser graph, weaker words than `planted`: neither the graph nor the words alone suffice
+    data = citation_from_arrays(*_planted(n=150, p_in=0.04, p_out=0.01, seed=2))
+    labels = data.train_labels()
+    for est in (HarmonicFunctionClassifier(), LGCClassifier()):
+        clf = est.fit_graph(data.graph, labels, X=data.features)
+        assert clf.feature_prior_ is not None and clf.n_unreached_ == 0
+        assert clf.prior_weight_scores_.shape[0] > 1
+        h = clf.feature_prior_.probs
+        assert all(clf.transduction_[i] == h[i].argmax() for i in (0, 1))  # isolated nodes
+        plain = type(est)(features=None).fit_graph(data.graph, labels, X=data.features)
+        assert plain.feature_prior_ is None and plain.n_unreached_ >= 2
+        test = ~data.train_mask
+        acc = [np.mean(p[test] == data.y[test])
+               for p in (clf.transduction_, h.argmax(1), plain.transduction_)]
+        assert acc[0] >= max(acc[1:]) and acc[0] > min(acc[1:]), acc
+    fixed = LGCClassifier(prior_weight=0.5).fit_graph(data.graph, labels, X=data.features)
+    assert fixed.prior_weight_ == 0.5 and fixed.prior_weight_scores_ is None
+    with pytest.raises(ValueError, match="prior_weight"):
+        HarmonicFunctionClassifier(prior_weight=1.5).fit_graph(data.graph, labels,
+                                                               X=data.features)

@@ -6,12 +6,22 @@ Each class adds its model's parameters to the graph options of
 
 from __future__ import annotations
 
+import numpy as np
+
 from graphssl.estimators.base import GraphSSLClassifier
+from graphssl.estimators.feature_prior import FeaturePriorMixin
 from graphssl.inference.optimize.baselines import (
     harmonic_function,
     knn_graph_classifier,
     lgc,
     parzen_window,
+)
+from graphssl.inference.optimize.baselines.propagation import class_mass_normalization
+from graphssl.inference.optimize.feature_prior import (
+    DEFAULT_ETA_GRID,
+    DEFAULT_RHO_GRID,
+    harmonic_with_prior,
+    lgc_with_prior,
 )
 
 __all__ = [
@@ -22,10 +32,23 @@ __all__ = [
 ]
 
 
-class HarmonicFunctionClassifier(GraphSSLClassifier):
+class HarmonicFunctionClassifier(FeaturePriorMixin, GraphSSLClassifier):
     """Harmonic function / GRF (Zhu, Ghahramani & Lafferty 2003); see
     :func:`graphssl.inference.optimize.baselines.harmonic_function` for ``method``,
     ``class_mass_normalize``, ``normalize_graph`` and ``tol``.
+
+    With node features (``fit_graph(graph, y, X=features)``, ``features="auto"``, the
+    default) the feature model's predictions ``h_i`` (:mod:`graphssl.estimators.feature_prior`)
+    are an external classifier attached by Zhu et al.'s dongles (Sec. 5 of the paper):
+    ``f_U = (I - (1 - eta) P_UU)^-1 ((1 - eta) P_UL f_L + eta h_U)``
+    (:func:`~graphssl.inference.optimize.feature_prior.harmonic_with_prior`), so every
+    unlabelled value is ``(1 - eta)`` times its neighbours' mean plus ``eta h_i``, and a node
+    no label reaches gets ``h_i`` smoothed within its component (degree 0: ``h_i``).
+    ``prior_weight``: ``eta`` in (0, 1], or ``"cv"`` (default): chosen from
+    ``DEFAULT_ETA_GRID`` by 5-fold cross-validated log likelihood of the labelled nodes
+    (``prior_weight_``, ``prior_weight_scores_``). ``class_mass_normalize`` then normalises
+    to the feature model's class proportions (mean ``h`` over the unlabelled nodes) instead
+    of the labelled frequencies. ``features=None``: the graph-only model.
 
     >>> clf = HarmonicFunctionClassifier(k=10).fit(X, y)        # doctest: +SKIP
     >>> clf.transduction_                                       # doctest: +SKIP
@@ -42,28 +65,65 @@ class HarmonicFunctionClassifier(GraphSSLClassifier):
         class_mass_normalize=False,
         normalize_graph=False,
         tol=1e-5,
+        features="auto",
+        prior_weight="cv",
     ):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.method = method
         self.class_mass_normalize = class_mass_normalize
         self.normalize_graph = normalize_graph
         self.tol = tol
+        self.features = features
+        self.prior_weight = prior_weight
 
     def _label_distributions(self, graph, labels, n_classes):
-        return harmonic_function(
-            graph,
-            labels,
-            n_classes=n_classes,
-            method=self.method,
-            class_mass_normalize=bool(self.class_mass_normalize),
-            normalize_graph=bool(self.normalize_graph),
-            tol=self.tol,
-        )
+        prior = self._fit_feature_prior(labels, n_classes, weight_range=(0.0, 1.0, False))
+        if prior is None:
+            return harmonic_function(
+                graph,
+                labels,
+                n_classes=n_classes,
+                method=self.method,
+                class_mass_normalize=bool(self.class_mass_normalize),
+                normalize_graph=bool(self.normalize_graph),
+                tol=self.tol,
+            )
+
+        def solve(known, h, eta):
+            return harmonic_with_prior(graph, known, h, eta, n_classes=n_classes,
+                                       method=self.method, tol=self.tol,
+                                       normalize_graph=bool(self.normalize_graph))
+
+        eta = self._prior_weight(solve, labels, prior, DEFAULT_ETA_GRID)
+        f = solve(labels, prior.probs, eta)
+        if self.class_mass_normalize:
+            f = class_mass_normalization(f, np.flatnonzero(labels >= 0),
+                                         prior.probs[labels < 0].mean(axis=0))
+        return f
+
+    def _unreached_mask(self, graph, labels):
+        """With a feature prior every node is reached (its dongle holds ``h_i``)."""
+        if getattr(self, "feature_prior_", None) is not None:
+            return np.zeros(graph.n_nodes, dtype=bool)
+        return super()._unreached_mask(graph, labels)
 
 
-class LGCClassifier(GraphSSLClassifier):
+class LGCClassifier(FeaturePriorMixin, GraphSSLClassifier):
     """Local and global consistency (Zhou et al. 2004), ``F* = (1-alpha)(I - alpha S)^-1 Y``;
-    see :func:`graphssl.inference.optimize.baselines.lgc`."""
+    see :func:`graphssl.inference.optimize.baselines.lgc`.
+
+    With node features (``fit_graph(graph, y, X=features)``, ``features="auto"``, the
+    default) Zhou et al.'s fit term also pulls every unlabelled row toward the feature
+    model's prediction ``h_i`` (:mod:`graphssl.estimators.feature_prior`), with weight
+    ``rho`` relative to a label's: ``(alpha (I - S) + (1 - alpha) C) F = (1 - alpha) C Y``,
+    ``Y_U = h_U``, ``C = diag(1 on labels, rho elsewhere)``
+    (:func:`~graphssl.inference.optimize.feature_prior.lgc_with_prior`); a node no label
+    reaches gets ``h_i`` smoothed within its component (degree 0: ``h_i``).
+    ``prior_weight``: ``rho > 0``, or ``"cv"`` (default): chosen from ``DEFAULT_RHO_GRID``
+    by 5-fold cross-validated log likelihood of the labelled nodes (``prior_weight_``,
+    ``prior_weight_scores_``).
+    ``features=None``: the graph-only model.
+    """
 
     def __init__(
         self,
@@ -75,16 +135,34 @@ class LGCClassifier(GraphSSLClassifier):
         alpha=0.99,
         method="auto",
         tol=1e-5,
+        features="auto",
+        prior_weight="cv",
     ):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.alpha = alpha
         self.method = method
         self.tol = tol
+        self.features = features
+        self.prior_weight = prior_weight
 
     def _label_distributions(self, graph, labels, n_classes):
-        return lgc(
-            graph, labels, alpha=self.alpha, n_classes=n_classes, method=self.method, tol=self.tol
-        )
+        prior = self._fit_feature_prior(labels, n_classes, weight_range=(0.0, np.inf, False))
+        if prior is None:
+            return lgc(graph, labels, alpha=self.alpha, n_classes=n_classes,
+                       method=self.method, tol=self.tol)
+
+        def solve(known, h, rho):
+            return lgc_with_prior(graph, known, h, rho, alpha=self.alpha, n_classes=n_classes,
+                                  method=self.method, tol=self.tol)
+
+        rho = self._prior_weight(solve, labels, prior, DEFAULT_RHO_GRID)
+        return solve(labels, prior.probs, rho)
+
+    def _unreached_mask(self, graph, labels):
+        """With a feature prior every node is reached (its fit term pulls it toward ``h_i``)."""
+        if getattr(self, "feature_prior_", None) is not None:
+            return np.zeros(graph.n_nodes, dtype=bool)
+        return super()._unreached_mask(graph, labels)
 
 
 class ParzenWindowClassifier(GraphSSLClassifier):

@@ -1,0 +1,209 @@
+"""The feature model as the class prior of the graph-only models (GRF/HF and LGC).
+
+A graph that comes with node features gets one feature model -- multinomial logistic
+regression with a Gaussian prior on unit-norm rows, cross-fitted
+(:func:`~graphssl.inference.optimize.logistic.cross_fitted_log_probabilities`; the field of the
+feature Potts CRF, :mod:`graphssl.inference.optimize.feature_potts`) -- whose predictions
+``h_i = p(y_i | x_i)`` enter the graph models as a prior term:
+
+* **harmonic function** (Zhu, Ghahramani & Lafferty 2003, Sec. 5, "incorporating external
+  classifiers"): every unlabelled node ``i`` gets a labelled "dongle" node holding ``h_i``,
+  reached with transition probability ``eta`` (the other transitions scaled by ``1 - eta``),
+  so that the harmonic solution is
+
+      f_U = (I - (1 - eta) P_UU)^-1 ((1 - eta) P_UL f_L + eta h_U),   P = D^-1 W,
+
+  solved as ``(D_UU - (1 - eta) W_UU) f_U = (1 - eta) W_UL f_L + eta D_UU h_U`` (symmetric
+  positive definite for ``eta > 0``): each unlabelled value is ``(1 - eta)`` times the mean of
+  its neighbours plus ``eta h_i``. A node of degree 0 has only its dongle: ``f_i = h_i``; a
+  component that no label reaches gets the feature predictions smoothed within it.
+* **LGC** (Zhou et al. 2004): the fit term of Zhou et al.'s cost also pulls every unlabelled
+  row toward ``h_i``, with weight ``rho`` relative to a label's:
+  ``(alpha (I - S) + (1 - alpha) C) F = (1 - alpha) C Y`` with ``Y_U = h_U``,
+  ``C = diag(1 on labels, rho elsewhere)`` (``C = I``, ``Y_U = 0`` is plain LGC); an isolated
+  node's row is ``h_i``.
+
+The weight (``eta``, ``rho``) is chosen from the labelled nodes alone
+(:func:`choose_prior_weight`): K-fold cross-validation over the labelled nodes with the feature
+model's own folds (a held-out node's ``h_i`` is its out-of-fold prediction), scored by the
+held-out log likelihood ``sum log f_i[y_i]`` (ties to the larger weight).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from graphssl.inference.optimize.baselines.common import (
+    _adjacency,
+    _is_symmetric,
+    _normalized_adjacency,
+)
+from graphssl.inference.optimize.baselines.solvers import _solve_spd
+from graphssl.inference.optimize.logistic import (
+    DEFAULT_PRECISIONS,
+    FeatureFit,
+    cross_fitted_log_probabilities,
+    stratified_folds,
+)
+from graphssl.models.feature_model import normalize_rows
+
+__all__ = [
+    "FeaturePrior",
+    "fit_feature_prior",
+    "harmonic_with_prior",
+    "lgc_with_prior",
+    "choose_prior_weight",
+    "DEFAULT_ETA_GRID",
+    "DEFAULT_RHO_GRID",
+]
+
+DEFAULT_ETA_GRID = (0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 0.97)
+"""Dongle transition probabilities ``eta`` tried by the harmonic function's cross-validation."""
+DEFAULT_RHO_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0)
+"""Prior scales ``rho`` tried by LGC's cross-validation (labelled rows have weight 1)."""
+
+
+class FeaturePrior(NamedTuple):
+    """The feature model as a class prior: ``probs float64[n, C]`` (``h``: out-of-fold on
+    the labelled nodes, the fit on all labels elsewhere), ``fit`` (the
+    :class:`~graphssl.inference.optimize.logistic.FeatureFit`), ``folds int[n]`` (the
+    feature model's cross-validation fold of each labelled node, -1 elsewhere)."""
+
+    probs: np.ndarray
+    fit: FeatureFit
+    folds: np.ndarray
+
+
+def fit_feature_prior(features, labels, n_classes: int, *, seed: int, n_folds: int = 5,
+                      precisions=DEFAULT_PRECISIONS) -> FeaturePrior:
+    """The feature model of :mod:`graphssl.inference.optimize.feature_potts` (rows scaled to
+    unit norm, prior precision by K-fold CV; ``seed`` deals the folds) as a
+    :class:`FeaturePrior`."""
+    labels = np.asarray(labels, dtype=np.int64)
+    fit = cross_fitted_log_probabilities(normalize_rows(features), labels, int(n_classes),
+                                         precisions=precisions, n_folds=int(n_folds),
+                                         seed=int(seed))
+    folds = np.full(labels.shape, -1, dtype=np.int64)
+    rows = np.flatnonzero(labels >= 0)
+    folds[rows] = stratified_folds(labels[rows], int(n_folds), int(seed))  # the fit's folds
+    probs = np.exp(fit.log_probs)
+    return FeaturePrior(probs / probs.sum(axis=1, keepdims=True), fit, folds)
+
+
+def _check_prior(prior, n, n_classes):
+    h = np.asarray(prior, dtype=np.float64)
+    if h.shape != (n, n_classes) or np.any(h < 0) or not np.all(np.isfinite(h)):
+        raise ValueError(f"prior: expected non-negative float[{n}, {n_classes}] class "
+                         f"probabilities, got shape {h.shape}")
+    return h / np.maximum(h.sum(axis=1, keepdims=True), 1e-300)
+
+
+def harmonic_with_prior(graph, labels, prior, eta: float, *, n_classes: int | None = None,
+                        method: str = "auto", tol: float = 1e-8,
+                        normalize_graph: bool = False) -> np.ndarray:
+    """Harmonic function with a dongle per unlabelled node (Zhu, Ghahramani & Lafferty 2003,
+    Sec. 5): ``f_U = (I - (1 - eta) P_UU)^-1 ((1 - eta) P_UL f_L + eta h_U)``.
+
+    Args:
+      graph: :class:`~graphssl.graph.Graph` or scipy sparse ``n x n`` weights (symmetric).
+      labels: ``int[n]``, ``-1`` for unlabelled.
+      prior: ``h``, float[n, C] class probabilities of the external classifier.
+      eta: the dongle's transition probability, in (0, 1].
+      method, tol: the sparse SPD solve (``"auto"``: CG above 100 unknowns).
+      normalize_graph: use ``S = D^-1/2 W D^-1/2`` as the weights (as
+        :func:`~graphssl.inference.optimize.baselines.harmonic_function`).
+
+    Returns ``float64[n, C]``: labelled rows one-hot, unlabelled rows ``f_U`` (rows sum to 1).
+    """
+    if not 0.0 < float(eta) <= 1.0:
+        raise ValueError(f"eta: the dongle's transition probability must lie in (0, 1], got "
+                         f"{eta}")
+    W = _adjacency(graph)
+    if normalize_graph:
+        W = _normalized_adjacency(W)
+    labels = np.asarray(labels, dtype=np.int64)
+    n = W.shape[0]
+    C = int(labels.max()) + 1 if n_classes is None else int(n_classes)
+    h = _check_prior(prior, n, C)
+    lab = np.flatnonzero(labels >= 0)
+    degrees = np.asarray(W.sum(axis=1)).ravel()
+    f = h.copy()  # degree-0 unlabelled nodes: only their dongle, f = h
+    f[lab] = np.eye(C)[labels[lab]]
+    free = (labels < 0) & (degrees > 0)
+    if free.any():
+        W_free = W[free]
+        A = (sp.diags(degrees[free]) - (1.0 - eta) * W_free[:, free]).tocsr()
+        rhs = (1.0 - eta) * (W_free[:, lab] @ f[lab]) + eta * degrees[free, None] * h[free]
+        sol, _, _, _ = _solve_spd(A, rhs, method, tol, None, _is_symmetric(W))
+        f[free] = np.clip(sol, 0.0, None)
+    return f / np.maximum(f.sum(axis=1, keepdims=True), 1e-300)
+
+
+def lgc_with_prior(graph, labels, prior, rho: float, *, alpha: float = 0.99,
+                   n_classes: int | None = None, method: str = "auto",
+                   tol: float = 1e-8) -> np.ndarray:
+    """LGC (Zhou et al. 2004) whose fit term also pulls each unlabelled row toward its prior:
+    the minimiser of
+
+        Q(F) = sum_ij W_ij ||F_i / sqrt(d_i) - F_j / sqrt(d_j)||^2 / 2
+               + mu sum_i c_i ||F_i - Y_i||^2,   mu = (1 - alpha) / alpha,
+
+    with ``Y_i`` one-hot and ``c_i = 1`` on labelled nodes, ``Y_i = h_i`` and ``c_i = rho`` on
+    unlabelled ones: ``(alpha (I - S) + (1 - alpha) C) F = (1 - alpha) C Y``,
+    ``S = D^-1/2 W D^-1/2``, ``C = diag(c)`` (``c = 1`` everywhere is Zhou et al.'s
+    ``(I - alpha S) F = (1 - alpha) Y``). Rows normalised. ``rho > 0`` is the prior's weight
+    against a label: large ``rho`` returns ``h``, small ``rho`` lets the labels propagate.
+    ``method``: as :func:`~graphssl.inference.optimize.baselines.lgc` (``"iterate"`` solves
+    the same linear system by ``"auto"``).
+    """
+    if not 0.0 < float(alpha) < 1.0:
+        raise ValueError(f"alpha: must lie in (0, 1), got {alpha}")
+    if not float(rho) > 0.0:
+        raise ValueError(f"rho: the prior's weight must be > 0, got {rho}")
+    method = "auto" if method == "iterate" else method
+    W = _adjacency(graph)
+    labels = np.asarray(labels, dtype=np.int64)
+    n = W.shape[0]
+    C = int(labels.max()) + 1 if n_classes is None else int(n_classes)
+    h = _check_prior(prior, n, C)
+    lab = np.flatnonzero(labels >= 0)
+    Y = h.copy()
+    Y[lab] = np.eye(C)[labels[lab]]
+    c = np.full(n, float(rho))
+    c[lab] = 1.0
+    S = _normalized_adjacency(W)
+    A = (alpha * (sp.identity(n, format="csr") - S) + (1.0 - alpha) * sp.diags(c)).tocsr()
+    F, _, _, _ = _solve_spd(A, (1.0 - alpha) * c[:, None] * Y, method, tol, None,
+                            _is_symmetric(W))
+    F = np.clip(F, 0.0, None)
+    total = F.sum(axis=1, keepdims=True)
+    return np.where(total > 0, F / np.maximum(total, 1e-300), 1.0 / C)
+
+
+def choose_prior_weight(solve, labels, prior: FeaturePrior, grid):
+    """The prior weight of ``solve(labels, h, weight) -> float[n, C]`` by K-fold
+    cross-validation over the labelled nodes (the feature model's folds).
+
+    For each fold k the fold's labels are hidden and every weight of ``grid`` solved; a
+    hidden node's prior is its out-of-fold feature prediction (fitted without fold k). Score:
+    the held-out log likelihood ``sum_i log f_i[y_i]`` summed over folds (floored at
+    ``log 1e-12``); the best weight, ties to the larger. Returns ``(weight, scores
+    float[len(grid)])``.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    grid = np.asarray(grid, dtype=np.float64)
+    if grid.ndim != 1 or grid.size == 0:
+        raise ValueError("grid: give a non-empty 1-D grid of prior weights")
+    scores = np.zeros(grid.size)
+    for k in range(int(prior.folds.max()) + 1):
+        held = np.flatnonzero(prior.folds == k)
+        kept = labels.copy()
+        kept[held] = -1
+        for g, weight in enumerate(grid):
+            f = solve(kept, prior.probs, float(weight))
+            scores[g] += np.sum(np.log(np.maximum(f[held, labels[held]], 1e-12)))
+    best = int(np.flatnonzero(scores >= scores.max() - 1e-9).max())
+    return float(grid[best]), scores
