@@ -342,3 +342,18 @@ def test_graph_models_take_the_feature_model_as_prior():
     with pytest.raises(ValueError, match="prior_weight"):
         HarmonicFunctionClassifier(prior_weight=1.5).fit_graph(data.graph, labels,
                                                                X=data.features)
+
+
+def test_diffusion_pmfs_block_diagonal_on_components(planted):
+    from graphssl.graph import heat_kernel
+    from graphssl.models.graph_diffusion import diffusion_pmfs_for_taus
+
+    data = citation_from_arrays(*planted)  # isolated nodes 0 and 1: three components
+    assert data.n_components >= 3
+    for kind in ("symmetric", "walder"):
+        blocks = diffusion_pmfs_for_taus(data.graph, [0.0, 2.5], kind)
+        assert np.allclose(blocks[0], np.eye(data.n_nodes), atol=1e-12)  # tau = 0: no spread
+        if kind == "symmetric":  # against one dense decomposition of the whole Laplacian
+            K = np.maximum(heat_kernel(data.graph, 2.5), 1e-30)
+            np.testing.assert_allclose(blocks[1], K / K.sum(0), rtol=1e-8, atol=1e-12)
+        np.testing.assert_allclose(blocks[1][:, 0], np.eye(data.n_nodes)[0], atol=1e-12)

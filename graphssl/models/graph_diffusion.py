@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphssl.graph import Graph, heat_kernel, laplacian_eigh
+from graphssl.graph import (
+    Graph,
+    connected_components,
+    heat_kernel,
+    laplacian,
+    laplacian_eigh,
+    symmetrize,
+)
 
 __all__ = ["diffusion_pmfs", "diffusion_pmfs_for_taus", "normalized_laplacian_table"]
 
@@ -50,22 +57,52 @@ def diffusion_pmfs(graph: Graph, tau: float, laplacian_kind: str = "symmetric") 
 
 def diffusion_pmfs_for_taus(graph: Graph, taus, laplacian_kind: str = "symmetric") -> list:
     """:func:`diffusion_pmfs` for each diffusion time of ``taus`` (a grid search), from one
-    eigendecomposition of the Laplacian: a list of float64[m, m]."""
+    eigendecomposition of the Laplacian: a list of float64[m, m].
+
+    A graph of several connected components has a block-diagonal Laplacian and heat kernel:
+    each component's block is decomposed on its own (exact; no diffusion crosses between
+    components, so those entries are the 1e-30 floor). The cost is the sum of the cubes of the
+    component sizes: on CiteSeer's citation graph (3327 nodes, 438 components, the largest
+    2120) 26 % of one dense 3327 x 3327 decomposition.
+    """
     taus = [float(t) for t in taus]
     for tau in taus:
         if not np.isfinite(tau) or tau < 0:
             raise ValueError(f"tau: the diffusion time must be a non-negative number, got {tau}")
-    if laplacian_kind == "symmetric":
-        eigh = laplacian_eigh(graph, "symmetric")
-    else:
-        S = _symmetric_normalized_weights(graph)
-        eigh = np.linalg.eigh(np.diag(_laplacian_diagonal(S, laplacian_kind)) - S)
+    blocks = _laplacian_blocks(graph, laplacian_kind)
     pmfs = []
     for tau in taus:
-        K = heat_kernel(graph, tau, eigh=eigh)
+        if len(blocks) == 1:
+            K = heat_kernel(graph, tau, eigh=blocks[0][1:])
+        else:
+            K = np.zeros((graph.n_nodes, graph.n_nodes))
+            for idx, w, V in blocks:
+                K[np.ix_(idx, idx)] = (V * np.exp(-0.5 * tau * w)) @ V.T
         K = np.maximum(0.5 * (K + K.T), _MIN_PMF)
         pmfs.append(K / K.sum(axis=0, keepdims=True))
     return pmfs
+
+
+def _laplacian_blocks(graph: Graph, laplacian_kind: str) -> list:
+    """``[(nodes, eigenvalues, eigenvectors)]``: the eigendecomposition of the normalised
+    Laplacian restricted to each connected component (one entry, all nodes, when connected)."""
+    if laplacian_kind == "symmetric":
+        n_components, component = connected_components(graph)
+        if n_components == 1:
+            return [(None, *laplacian_eigh(graph, "symmetric"))]
+        if graph.n_nodes > 10_000:
+            laplacian_eigh(graph, "symmetric")  # the dense-size check and its message
+        sym = symmetrize(graph, "mean") if not graph.is_symmetric() else graph
+        L = laplacian(sym, "symmetric").toarray()
+    else:
+        S = _symmetric_normalized_weights(graph)
+        L = np.diag(_laplacian_diagonal(S, laplacian_kind)) - S
+        n_components, component = connected_components(graph)
+        if n_components == 1:
+            return [(None, *np.linalg.eigh(L))]
+    order = np.argsort(component, kind="stable")
+    nodes = np.split(order, np.cumsum(np.bincount(component))[:-1])
+    return [(idx, *np.linalg.eigh(L[np.ix_(idx, idx)])) for idx in nodes]
 
 
 def normalized_laplacian_table(graph: Graph, laplacian_kind: str = "symmetric"):
