@@ -102,7 +102,8 @@ def hidden_potts_program(x, graph, labels=None, n_classes: int = 2, *, beta=1.0,
     n, D = x.shape
     center, spread = jnp.mean(x, 0), jnp.std(x) + 1e-12
     scale = 2.0 * spread if mean_scale is None else mean_scale
-    means = numpyro.sample("means", dist.Normal(center, scale).expand([n_classes, D]).to_event(2))
+    means = jnp.asarray(numpyro.sample(  # jnp: a conditioned value may be a NumPy array
+        "means", dist.Normal(center, scale).expand([n_classes, D]).to_event(2)))
     if sigma is None:
         sigma = numpyro.sample("sigma", dist.HalfNormal(spread))
     field = PottsField.create(graph, n_classes, beta=beta, labels=labels)
@@ -184,10 +185,21 @@ def harmonic_mixture_program(X, labels, laplacian, *, n_components: int, n_class
                              alpha: float = 0.5, covariance_type: str = "diag"):
     """Zhu & Lafferty's harmonic mixture (Eq. 3) as a program: the mixture of Sec. 2.1 with
     priors (:func:`~graphssl.models.harmonic_mixture.numpyro_mixture_model`, components summed
-    out) times the graph factor ``exp(-((1 - alpha) / alpha) E(theta))``, ``E = sum_c f_c^T
-    Delta f_c`` with ``f_U = R lambda`` and ``f_L`` the one-hot labels (Eq. 2). Its log
-    density is ``-(1/alpha) O_alpha(theta)`` plus the log prior, so the MAP with flat priors is
-    the minimiser of Eq. 3. ``laplacian``: dense ``Delta = D - W`` (float[n, n]).
+    out) times the graph factor ``exp(-((1 - alpha) / alpha) E(theta))``, with ``f_U = R
+    lambda`` and ``f_L`` the one-hot labels. ``E`` is Eq. 2 on ``f = p(y = 1)`` for two
+    classes, ``E = f_1^T Delta f_1``, and ``sum_c f_c^T Delta f_c`` for more (the conventions of
+    :func:`graphssl.inference.optimize.harmonic_lambda.solve_lambda`). Its log density is
+    ``-(1/alpha) O_alpha(theta)`` plus the log prior, so the MAP with flat priors is the
+    minimiser of Eq. 3; with the components fixed (``numpyro.handlers.condition`` on
+    ``weights``, ``means``, ``scales``) and ``label_concentration = 1`` it is the lambda of
+    the library's fit, :func:`~graphssl.inference.harmonic_mixture.fit.fit_harmonic_mixture`.
+    Every site is continuous: NUTS samples the program (no discrete step).
+    ``laplacian``: dense ``Delta = D - W`` (float[n, n]).
+
+    Example::
+
+        mcmc = MCMC(NUTS(harmonic_mixture_program), num_warmup=300, num_samples=500)
+        mcmc.run(key, X, labels, laplacian, n_components=4, alpha=0.5)
     """
     labels = np.asarray(labels)
     if not 0.0 < alpha <= 1.0:
@@ -202,6 +214,7 @@ def harmonic_mixture_program(X, labels, laplacian, *, n_components: int, n_class
     f = responsibilities(mixture, jnp.asarray(X)) @ tr["label_probs"]["value"]
     onehot = jnp.eye(n_classes)[np.maximum(labels, 0)]
     f = jnp.where(jnp.asarray(labels >= 0)[:, None], onehot, f)
+    f = f[:, 1:] if n_classes == 2 else f  # Eq. 2 on f = p(y = 1) for two classes
     energy = jnp.sum(f * (jnp.asarray(laplacian) @ f))
     numpyro.deterministic("graph_energy", energy)
     numpyro.factor("graph", -((1.0 - alpha) / alpha) * energy)
