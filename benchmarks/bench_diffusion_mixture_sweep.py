@@ -74,7 +74,7 @@ def sweeps_fn(engine, n_iterations, whole_iteration, num_warps=None):
 
             def step(chain, key):
                 chain, info = kernel.step(step_model, key, chain)
-                return chain, info["n_components"]
+                return chain, info.n_components
 
             return jax.lax.scan(step, chain, jax.random.split(key, n_iterations))[1]
         state = dmg.init_state(model, key, y=y0, init_beta="self")

@@ -16,7 +16,7 @@ import numpy as np
 
 from graphssl.inference import LabelState, metropolis_hastings, sequential_gibbs, swendsen_wang
 from graphssl.inference.coloring import color_classes, greedy_coloring
-from graphssl.inference.mcmc.gibbs import _update
+from graphssl.inference.mcmc.gibbs import GibbsInfo, _update
 from graphssl.inference.mcmc.kernels import Kernel, pairwise_check, pairwise_init
 from graphssl.models.protocol import PairwiseTables, pairwise_tables
 
@@ -61,7 +61,7 @@ def skip_colour(graph) -> Kernel:
         keys = jax.random.split(key, len(classes))
         for nodes, k in zip(classes[1:], keys[1:], strict=True):
             labels = _update(t, observed, k, labels, nodes)
-        return state._replace(labels=labels), {}
+        return state._replace(labels=labels), GibbsInfo()
 
     return Kernel(pairwise_init, step, None, pairwise_check)
 
@@ -73,7 +73,7 @@ def synchronous() -> Kernel:
         t = pairwise_tables(model)
         observed = jnp.asarray(model.observed, bool)
         nodes = jnp.arange(model.n_nodes, dtype=jnp.int32)
-        return state._replace(labels=_update(t, observed, key, state.labels, nodes)), {}
+        return state._replace(labels=_update(t, observed, key, state.labels, nodes)), GibbsInfo()
 
     return Kernel(pairwise_init, step, None, pairwise_check)
 

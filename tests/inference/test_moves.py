@@ -48,7 +48,7 @@ def test_permutation_alone_never_leaves_support(models):
     for k in jax.random.split(jax.random.key(1), 20):
         state, info = step(model, k, state)
         assert np.all(np.asarray(state.labels)[obs] == np.asarray(model.labels)[obs])
-        assert 0.0 <= float(info["perm_accept_prob"]) <= 1.0
+        assert 0.0 <= float(info.perm_accept_prob) <= 1.0
 
 
 def test_generic_metropolis_hastings_single_site(models, exact):

@@ -45,10 +45,11 @@ from graphssl.inference.diffusion_mixture.split_merge import (
     centred_split_merge_move,
     split_merge_move,
 )
-from graphssl.inference.mcmc.kernels import Kernel, compose
+from graphssl.inference.mcmc.kernels import Kernel, compose, info_type
 from graphssl.models.diffusion_mixture import log_joint, sufficient_statistics
 
-__all__ = ["MixtureChainState", "MOVES", "ENGINES", "move_counts", "resolve_engine",
+__all__ = ["MixtureChainState", "SweepInfo", "RecordInfo", "move_info_type", "MOVES",
+           "ENGINES", "move_counts", "resolve_engine",
            "mixture_init", "mixture_energy", "sweep_kernel", "move_kernel", "record_kernel",
            "mixture_kernel", "map_refine", "reset_tally"]
 
@@ -79,6 +80,27 @@ class MixtureChainState(NamedTuple):
     best_labels: jax.Array
     best_beta: jax.Array
     best_log_joint: jax.Array
+
+
+class SweepInfo(NamedTuple):
+    """Info of :func:`sweep_kernel`: no fields (a Gibbs sweep's draws are always taken)."""
+
+
+class RecordInfo(NamedTuple):
+    """Info of :func:`record_kernel`: ``n_components`` (occupied (class, centre) pairs) and
+    ``edge_agreement`` (weighted fraction of graph edges whose ends share a label)."""
+
+    n_components: jax.Array
+    edge_agreement: jax.Array
+
+
+def move_info_type(name: str) -> type:
+    """Info class (``MoveInfo``) of :func:`move_kernel` ``(name)``: one field,
+    ``{name}_accepted``, the fraction of the step's attempts accepted that changed the
+    state (named by the move, so the moves' infos merge under :func:`compose`)."""
+    if name not in MOVES:
+        raise ValueError(f"move: use one of {MOVES}, got {name!r}")
+    return info_type("MoveInfo", (f"{name}_accepted",))
 
 
 def _point(state: MixtureChainState) -> MixtureState:
@@ -174,7 +196,7 @@ def _sweep_step(engine: str, tally_from, model, key, state: MixtureChainState):
         step=state.step + 1,
         class_prob_sum=state.class_prob_sum + jnp.where(keep, probs, 0.0),
         n_tallied=state.n_tallied + keep.astype(jnp.int32))
-    return state, {}
+    return state, SweepInfo()
 
 
 def _prepare_tables(model):
@@ -187,7 +209,7 @@ def sweep_kernel(engine: str = "scan", init_beta: str = "random", tally_from=0) 
     (:func:`~graphssl.inference.diffusion_mixture.pallas.fused_gibbs_sweep`, its padded
     tables built once per run by the kernel's ``prepare``); both give the same draws from the
     same key. Adds each sweep's class probabilities to the tally once ``step >=
-    tally_from``. Info: none."""
+    tally_from``. Info: :class:`SweepInfo` (no fields)."""
     if engine not in ("scan", "pallas"):
         raise ValueError(f"engine: use 'scan' or 'pallas' (see resolve_engine), got {engine!r}")
     step = jax.tree_util.Partial(_sweep_step, engine, jnp.asarray(tally_from, jnp.int32))
@@ -224,7 +246,7 @@ def _move_step(name: str, attempts: int, max_components: int, block_size: int, m
 
         point, accepted = lax.scan(body, _point(state), jax.random.split(key, attempts))
         rate = jnp.mean(accepted.astype(dtype))
-    return _with_point(state, point), {f"{name}_accepted": rate}
+    return _with_point(state, point), move_info_type(name)(rate)
 
 
 def move_kernel(name: str, attempts: int = 1, *, max_components: int = 2,
@@ -232,8 +254,9 @@ def move_kernel(name: str, attempts: int = 1, *, max_components: int = 2,
     """``attempts`` successive attempts of one MH move of :data:`MOVES` as a kernel:
     ``"resample"`` (Sec. 4.1), ``"relabel"`` (Sec. 4.2, up to ``max_components``
     components), ``"split_merge"``, ``"centred_split_merge"``, ``"cluster_flip"``,
-    ``"block"`` (``block_size`` nodes), ``"component_flip"``. Info: ``{name}_accepted``, the
-    fraction of the attempts accepted that changed the state."""
+    ``"block"`` (``block_size`` nodes), ``"component_flip"``. Info: :func:`move_info_type`
+    ``(name)``, one field ``{name}_accepted``: the fraction of the attempts accepted that
+    changed the state."""
     if int(attempts) < 1:
         raise ValueError(f"attempts: must be a positive integer, got {attempts}")
     _move_fn(name, max_components, block_size)  # validates the name
@@ -259,16 +282,18 @@ def _record_step(tally_from, model, key, state: MixtureChainState):
         best_labels=jnp.where(better, state.labels, state.best_labels),
         best_beta=jnp.where(better, state.beta, state.best_beta),
         best_log_joint=jnp.where(better, log_p, state.best_log_joint))
-    info = {"n_components": jnp.sum(state.stats.component_counts > 0).astype(log_p.dtype),
-            "edge_agreement": _edge_agreement(model, state.labels)}
+    info = RecordInfo(
+        n_components=jnp.sum(state.stats.component_counts > 0).astype(log_p.dtype),
+        edge_agreement=_edge_agreement(model, state.labels))
     return state, info
 
 
 def record_kernel(init_beta: str = "random", tally_from=0) -> Kernel:
     """The identity transition that closes an iteration: keeps the most probable state
     visited once ``step >= tally_from`` and records the permutation-invariant summaries
-    ``n_components`` (occupied (class, centre) pairs) and ``edge_agreement`` (weighted
-    fraction of graph edges whose ends share a label, a co-assignment statistic)."""
+    (:class:`RecordInfo`) ``n_components`` (occupied (class, centre) pairs) and
+    ``edge_agreement`` (weighted fraction of graph edges whose ends share a label, a
+    co-assignment statistic)."""
     step = jax.tree_util.Partial(_record_step, jnp.asarray(tally_from, jnp.int32))
     return Kernel(mixture_init(init_beta), step)
 

@@ -27,7 +27,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphssl.inference.mcmc import checkpoint as ckpt
-from graphssl.inference.mcmc.kernels import check_model, merge_kernel, prepared, split_kernel
+from graphssl.inference.mcmc.kernels import (
+    check_model,
+    info_dict,
+    merge_kernel,
+    prepared,
+    split_kernel,
+)
 
 __all__ = ["Samples", "sample_chains", "label_energy", "label_marginals", "storage_dtype"]
 
@@ -38,8 +44,11 @@ class Samples(NamedTuple):
     Attributes:
       labels: ``int8/int16[chains, draws, n]`` retained labels (after burn-in, every ``thin``).
       energy: ``float[chains, draws]`` energy of each retained state.
-      stats: ``dict[str, [chains, draws]]`` move statistics of the kernel's ``info``; with
-        ``thin > 1`` the mean over the ``thin`` steps leading to the draw.
+      stats: ``dict[str, [chains, draws]]`` move statistics: the fields of the kernel's
+        ``info`` NamedTuple by name (:func:`~graphssl.inference.mcmc.kernels.info_dict`); with
+        ``thin > 1`` the mean over the ``thin`` steps leading to the draw. A dict (not the
+        info type) so that runs, resumed runs and checkpoints read back from disk give the
+        same object.
       final_state: batched kernel state after the last step (leading axis = chains).
       map_labels: ``int32[n]`` lowest-energy retained draw (or start) over all chains.
       map_energy: its energy.
@@ -331,7 +340,8 @@ def sample_chains(
         save(None)
     for size in sizes:
         run = _run_fn(kernel, size, thin, dtype, method, energy_fn, batched_model)
-        carry, out = run(model, chain_keys, carry, start, todo_burn)
+        carry, (labels, energy, info) = run(model, chain_keys, carry, start, todo_burn)
+        out = (labels, energy, info_dict(info))  # statistics by name (the checkpoint's too)
         start += todo_burn + size * thin
         save(out)
         outputs.append(out)

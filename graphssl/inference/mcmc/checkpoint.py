@@ -13,7 +13,10 @@ them, no pickle):
 
 * ``draws-000000.npz``, ``draws-000001.npz``, ...: one per finished chunk, written before the
   state that counts it: ``labels`` (``int8/16/32[chains, draws, n]``), ``energy``
-  (``[chains, draws]``) and ``stats/<name>`` (``[chains, draws]``) per move statistic.
+  (``[chains, draws]``) and ``stats/<name>`` (``[chains, draws]``) per move statistic: one
+  per field of the kernel's info NamedTuple, under the field's name (``Samples.stats``'s
+  keys, :func:`~graphssl.inference.mcmc.kernels.info_dict`); the info type itself is not
+  stored, so a run read back gives the same ``stats`` dict as the run that wrote it.
 * ``state.npz``: ``meta``, a JSON string: ``{"format": "graphssl.sample_chains",
   "version": 1, "fingerprint": {...}, "n_steps": steps done per chain (burn-in included),
   "n_draws": draws kept so far, "n_chunks": draws files that belong to the run}``;

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -54,6 +55,7 @@ from graphssl.models.protocol import (
 )
 
 __all__ = [
+    "GibbsInfo",
     "sequential_gibbs",
     "chromatic_gibbs",
     "greedy_coloring",
@@ -61,6 +63,11 @@ __all__ = [
     "degree_buckets",
 ]
 LAYOUTS = ("auto", "bucketed", "padded")
+
+
+class GibbsInfo(NamedTuple):
+    """Info of a Gibbs sweep (sequential or chromatic): no fields, a Gibbs draw is always
+    taken (no move statistics to record)."""
 
 
 def _update(tables, observed, key, labels, nodes):
@@ -83,7 +90,7 @@ def _sequential_step(order, model, key, state):
         return _update(tables, observed, k, labels, node[None]), None
 
     labels, _ = jax.lax.scan(body, state.labels, (idx, keys))
-    return state._replace(labels=labels), {}
+    return state._replace(labels=labels), GibbsInfo()
 
 
 def sequential_gibbs(order: np.ndarray | None = None) -> Kernel:
@@ -316,11 +323,11 @@ def _chromatic_step(tables, model, key, state, *, d_max, token):
     plan, classes = tables
     if plan is not None:
         labels = _bucketed_sweep(model, key, state.labels, plan, d_max, token)
-        return state._replace(labels=labels), {}
+        return state._replace(labels=labels), GibbsInfo()
     t = _own_tables(model, token)
     t = pairwise_tables(model) if t is None else t
     observed = jnp.asarray(model.observed, dtype=bool)
     labels = state.labels
     for nodes, k in zip(classes, jax.random.split(key, len(classes)), strict=False):
         labels = _update(t, observed, k, labels, nodes)
-    return state._replace(labels=labels), {}
+    return state._replace(labels=labels), GibbsInfo()

@@ -5,7 +5,18 @@ A kernel is a pair of pure functions (blackjax style, see DESIGN.md):
 * ``init(model, key, labels=None) -> state``: a NamedTuple with at least ``labels: int32[n]``;
   random labels (clamped nodes at their observed labels) when ``labels`` is None;
 * ``step(model, key, state) -> (state, info)``: one transition leaving ``p(Y) ∝ exp(-E(Y))``
-  invariant; ``info`` is a flat ``dict[str, array]`` of scalar move statistics.
+  invariant; ``info`` is a NamedTuple of scalar move statistics, one class per kernel type
+  (:class:`~graphssl.inference.mcmc.gibbs.GibbsInfo` (no fields),
+  :class:`~graphssl.inference.mcmc.swendsen_wang.SwendsenWangInfo`, :class:`MHInfo`, ...).
+
+Info field names are the statistics' names: a Metropolis–Hastings kernel named ``perm`` has
+the fields ``perm_accept_prob`` and ``perm_accepted`` (:func:`mh_info_type`), so the infos of
+composed kernels merge without clashes. :func:`compose` returns one flat NamedTuple
+(``ComposedInfo``) holding the fields of its parts in order; a name already taken gets the
+part's position appended (``accepted_2``). Drivers hand the statistics to users by name:
+``sample_chains(...).stats`` and the numpyro adapter's ``stats`` are ``dict[str, array]``
+built with :func:`info_dict` (``info._asdict()``) at that boundary, and the on-disk
+checkpoints store them under the same names.
 
 Kernels touch a state only through ``state.labels`` and ``state._replace(labels=...)``, so a
 model-specific kernel may carry more fields (e.g. mixture-component assignments) and still be
@@ -19,7 +30,9 @@ compiled program as constants (3 GB of constants at N = 10^7 made compilation ti
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import collections
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import jax
@@ -29,6 +42,11 @@ import numpy as np
 __all__ = [
     "Kernel",
     "LabelState",
+    "MHInfo",
+    "info_dict",
+    "info_type",
+    "merge_infos",
+    "mh_info_type",
     "compose",
     "initial_labels",
     "label_init",
@@ -58,7 +76,7 @@ class Kernel(NamedTuple):
     """
 
     init: Callable[..., Any]
-    step: Callable[..., tuple[Any, dict]]
+    step: Callable[..., tuple[Any, tuple]]
     prepare: Callable[[Any], Any] | None = None
     check: Callable[[Any], None] | None = None
 
@@ -165,12 +183,61 @@ def sample_categorical_columns(key: jax.Array, logits: jax.Array) -> jax.Array:
     return draw
 
 
-def _merge(infos: list[dict]) -> dict:
-    merged: dict = {}
+@functools.cache
+def info_type(typename: str, fields: tuple[str, ...]) -> type:
+    """The NamedTuple class ``typename`` with ``fields`` (statistic names, valid Python
+    identifiers). One class per ``(typename, fields)``: kernels built at different times
+    return infos of the same type (same pytree structure, so compiled programs are reused),
+    and instances pickle (:func:`_rebuild_info`)."""
+    cls = collections.namedtuple(typename, fields, module=__name__)
+    cls.__reduce__ = lambda self: (_rebuild_info, (typename, fields, tuple(self)))
+    return cls
+
+
+def _rebuild_info(typename, fields, values):
+    return info_type(typename, tuple(fields))(*values)
+
+
+def mh_info_type(name: str = "mh") -> type:
+    """Info class of a Metropolis–Hastings kernel named ``name`` (``MHInfo``):
+    ``{name}_accept_prob`` (the acceptance probability of the step's proposal) and
+    ``{name}_accepted`` (bool, whether it was taken)."""
+    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+        raise ValueError(f"name: a Python identifier not starting with '_' (it prefixes the "
+                         f"info fields), got {name!r}")
+    return info_type("MHInfo", (f"{name}_accept_prob", f"{name}_accepted"))
+
+
+MHInfo = mh_info_type("mh")
+MHInfo.__doc__ = ("Info of :func:`metropolis_hastings` with the default ``name='mh'``: "
+                  "``mh_accept_prob``, ``mh_accepted``; other names: :func:`mh_info_type`.")
+
+
+def _info_fields(info) -> list[tuple[str, Any]]:
+    if isinstance(info, tuple) and hasattr(info, "_fields"):
+        return list(zip(info._fields, info, strict=True))
+    if isinstance(info, Mapping):  # kernels written before infos were NamedTuples
+        return list(info.items())
+    raise TypeError(f"info: a kernel's step must return (state, info) with info a NamedTuple "
+                    f"of move statistics (an empty one if it records none), got "
+                    f"{type(info).__name__}")
+
+
+def info_dict(info) -> dict:
+    """``{name: value}`` of a kernel's info (``info._asdict()``; a mapping is copied): the
+    form in which drivers report move statistics (``Samples.stats``)."""
+    return dict(_info_fields(info))
+
+
+def merge_infos(infos) -> tuple:
+    """One ``ComposedInfo`` NamedTuple with the fields of ``infos`` in order; a name already
+    taken gets the part's position appended (``{name}_{k}``)."""
+    names, values = [], []
     for k, info in enumerate(infos):
-        for name, value in info.items():
-            merged[name if name not in merged else f"{name}_{k}"] = value
-    return merged
+        for name, value in _info_fields(info):
+            names.append(name if name not in names else f"{name}_{k}")
+            values.append(value)
+    return info_type("ComposedInfo", tuple(names))(*values)
 
 
 def split_kernel(kernel) -> tuple[list, tuple]:
@@ -196,12 +263,13 @@ def _compose_step(steps, model, key, state):
     for step, sub in zip(steps, jax.random.split(key, len(steps)), strict=False):
         state, info = step(model, sub, state)
         infos.append(info)
-    return state, _merge(infos)
+    return state, merge_infos(infos)
 
 
 def compose(*kernels: Kernel) -> Kernel:
     """Apply ``kernels`` in order within one step (each leaves the target invariant, so does
-    the product). ``init`` is the first kernel's; infos are merged (clashing names get the
+    the product). ``init`` is the first kernel's; the info is :func:`merge_infos` of the
+    parts' infos: one ``ComposedInfo`` NamedTuple of their fields (a clashing name gets the
     kernel's position appended)."""
     if not kernels:
         raise ValueError("compose needs at least one kernel, e.g. compose(gibbs, perm)")
@@ -245,10 +313,12 @@ def metropolis_hastings(
       rule: ``"metropolis"``: accept with ``min(1, r)``; ``"barker"``: with ``r / (1 + r)``
         (Zhu & Ghahramani Sec. 3.3), where ``r = p(x') q(x|x') / (p(x) q(x'|x))``. Both satisfy
         detailed balance; Metropolis accepts at least as often (Peskun ordering).
-      name: prefix of the info keys ``{name}_accept_prob``, ``{name}_accepted``.
+      name: prefix of the info fields ``{name}_accept_prob``, ``{name}_accepted``
+        (info type :func:`mh_info_type` ``(name)``; :class:`MHInfo` for ``"mh"``).
     """
     if rule not in ("metropolis", "barker"):
         raise ValueError(f"rule must be 'metropolis' or 'barker', got {rule!r}")
+    info = mh_info_type(name)
 
     def step(model, key, state):
         key_prop, key_acc = jax.random.split(key)
@@ -263,6 +333,6 @@ def metropolis_hastings(
         new_state = jax.tree_util.tree_map(
             lambda a, b: jnp.where(accepted, a, b), proposed, state
         )
-        return new_state, {f"{name}_accept_prob": accept_prob, f"{name}_accepted": accepted}
+        return new_state, info(accept_prob, accepted)
 
     return Kernel(label_init, step)

@@ -53,6 +53,7 @@ def _propose_permutation(model, key, state):
 
 def permutation_move(rule: str = "metropolis", name: str = "perm") -> Kernel:
     """Global label-permutation Metropolis move (Sec. 3.3); see the module docstring for the
-    acceptance ``rule`` ("metropolis" default, "barker" as in the paper). Info keys
-    ``{name}_accept_prob`` and ``{name}_accepted``."""
+    acceptance ``rule`` ("metropolis" default, "barker" as in the paper). Info: the
+    NamedTuple ``mh_info_type(name)``, fields ``{name}_accept_prob`` and ``{name}_accepted``
+    (:func:`~graphssl.inference.mcmc.kernels.mh_info_type`)."""
     return metropolis_hastings(_propose_permutation, rule=rule, name=name)

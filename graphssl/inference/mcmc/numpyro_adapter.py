@@ -39,15 +39,17 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.util import is_prng_key
 
 from graphssl.inference.mcmc.chains import storage_dtype
-from graphssl.inference.mcmc.kernels import prepared
+from graphssl.inference.mcmc.kernels import info_dict, prepared
 
 __all__ = ["NumpyroKernel", "NumpyroState"]
 
 
 class NumpyroState(NamedTuple):
     """``i``: steps done; ``z``: ``{"labels": int8/16[n]}`` (the sample field);
-    ``energy``; ``stats``: the kernel's info; ``kernel_state``; ``rng_key``: the chain key;
-    ``step_model``: the model as prepared by the kernel's ``prepare`` (once, in ``init``)."""
+    ``energy``; ``stats``: the kernel's info as ``{name: value}``
+    (:func:`~graphssl.inference.mcmc.kernels.info_dict`, as ``Samples.stats``);
+    ``kernel_state``; ``rng_key``: the chain key; ``step_model``: the model as prepared by
+    the kernel's ``prepare`` (once, in ``init``)."""
 
     i: jax.Array
     z: dict
@@ -95,7 +97,7 @@ class NumpyroKernel(MCMCKernel):
         init_key, chain_key = jax.random.split(rng_key)
         state = self.kernel.init(model, init_key, labels)
         _, info = jax.eval_shape(lambda s: self.kernel.step(model, chain_key, s), state)
-        stats = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), info)
+        stats = {k: jnp.zeros(s.shape, s.dtype) for k, s in info_dict(info).items()}
         dtype = storage_dtype(model.n_classes)
         return NumpyroState(
             i=jnp.int32(0),
@@ -131,7 +133,7 @@ class NumpyroKernel(MCMCKernel):
             i=state.i + 1,
             z={"labels": labels.astype(state.z["labels"].dtype)},
             energy=model.energy(labels),
-            stats=info,
+            stats=info_dict(info),
             kernel_state=kernel_state,
             rng_key=state.rng_key,
             step_model=None,

@@ -59,6 +59,7 @@ from numpyro.infer.mcmc import MCMCKernel
 from numpyro.infer.util import log_density
 
 from graphssl.inference.mcmc.chains import storage_dtype
+from graphssl.inference.mcmc.kernels import info_dict
 from graphssl.inference.mcmc.swendsen_wang import swendsen_wang
 from graphssl.models.numpyro.fields import LabelField, with_evidence
 
@@ -283,7 +284,7 @@ class LabelFieldGibbs(MCMCKernel):
         for t in range(self.steps):
             state, info = self.kernel.step(model, jax.random.fold_in(key_labels, t), state)
         values = {**values, self.site: state.labels.astype(jnp.int32)}
-        stats = {k: jnp.asarray(v) for k, v in info.items()}
+        stats = {k: jnp.asarray(v) for k, v in info_dict(info).items()}
         if self.exchange:
             values, accept = self._exchange(key_exchange, values, model_args, model_kwargs)
             stats["exchange_accept_prob"] = accept
@@ -386,7 +387,7 @@ class MixtureFieldGibbs(LabelFieldGibbs):
         state = self.kernel.init(model, key, y)
         state = state._replace(beta=beta, stats=sufficient_statistics(model, y, beta))
         state, info = self.kernel.step(model, jax.random.fold_in(key, 1), state)
-        stats = {k: jnp.asarray(v) for k, v in dict(info).items()}
+        stats = {k: jnp.asarray(v) for k, v in info_dict(info).items()}
         return {**values, self.site: state.labels, self.centres: state.beta}, stats
 
 

@@ -22,8 +22,7 @@ current label". This is the exact conditional ``P(Y_U | D, Y_L)`` of the paper's
 Connected components are found on the device by hook-and-jump: each round hooks, for every
 bond whose endpoints have different roots, the larger root onto the smaller
 (``.at[].min``), then compresses every node to its root by pointer jumping; rounds repeat
-(``lax.while_loop``) until no bond joins two roots. Info: ``n_clusters``,
-``component_rounds``, ``max_cluster_size``, ``n_bonds`` (bonded pairs).
+(``lax.while_loop``) until no bond joins two roots. Info: :class:`SwendsenWangInfo`.
 
 Pair list. A sweep reads the slots ``(i, d)`` of the padded table with ``i < j``
 (``E / 2`` pairs): the model's cached ``PairwiseTables.bond_slots`` (``PottsModel`` keeps
@@ -35,6 +34,7 @@ model without either has every slot of the ``[n, d]`` table read and the others 
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -48,7 +48,18 @@ from graphssl.inference.mcmc.kernels import (
 )
 from graphssl.models.protocol import bond_list, bond_slots, is_traced, pairwise_tables
 
-__all__ = ["swendsen_wang", "connected_components", "sample_bonds"]
+__all__ = ["SwendsenWangInfo", "swendsen_wang", "connected_components", "sample_bonds"]
+
+
+class SwendsenWangInfo(NamedTuple):
+    """Info of a Swendsen–Wang sweep: ``n_clusters`` (components of the bond graph),
+    ``component_rounds`` (hook-and-jump rounds), ``max_cluster_size`` (nodes in the largest
+    cluster), ``n_bonds`` (bonded unordered pairs). All int32 scalars."""
+
+    n_clusters: jax.Array
+    component_rounds: jax.Array
+    max_cluster_size: jax.Array
+    n_bonds: jax.Array
 
 
 def sample_bonds(key, labels, senders, receivers, couplings) -> jax.Array:
@@ -114,12 +125,12 @@ def _sw_step(slots, model, key, state):
     new_labels = _cluster_labels(key_label, model, tables.unary, labels, root, n)
     is_root = root == jnp.arange(n, dtype=root.dtype)
     sizes = jax.ops.segment_sum(jnp.ones(n, jnp.int32), root, num_segments=n)
-    info = {
-        "n_clusters": jnp.sum(is_root.astype(jnp.int32)),
-        "component_rounds": rounds,
-        "max_cluster_size": jnp.max(sizes),
-        "n_bonds": jnp.sum(bonds.astype(jnp.int32)),  # bonded unordered pairs
-    }
+    info = SwendsenWangInfo(
+        n_clusters=jnp.sum(is_root.astype(jnp.int32)),
+        component_rounds=rounds,
+        max_cluster_size=jnp.max(sizes),
+        n_bonds=jnp.sum(bonds.astype(jnp.int32)),  # bonded unordered pairs
+    )
     return state._replace(labels=new_labels), info
 
 
