@@ -48,10 +48,11 @@ def bench_enumeration(repeats: int) -> dict:
         jnp.asarray(1.1), jnp.asarray([0.8, -1.9]), jnp.asarray([1.0, 1.0]), jnp.asarray(1.6)
     )
     oracle = bl.GradientOracle(problem)
+    state = oracle.init()
     t = time.perf_counter()
-    oracle(theta)
+    oracle(state, theta)
     first = time.perf_counter() - t
-    ours, _ = _median_time(lambda: oracle(theta)[1], repeats)
+    ours, _ = _median_time(lambda: oracle(state, theta)[1].gradient, repeats)
 
     template = problem.template()
 
@@ -66,7 +67,7 @@ def bench_enumeration(repeats: int) -> dict:
     jax.block_until_ready(peer_grad(theta))
     peer_first = time.perf_counter() - t
     peer, _ = _median_time(lambda: peer_grad(theta), repeats)
-    g_ours = jax.flatten_util.ravel_pytree(oracle(theta)[1])[0]
+    g_ours = jax.flatten_util.ravel_pytree(oracle(state, theta)[1].gradient)[0]
     g_peer = jax.flatten_util.ravel_pytree(peer_grad(theta)[1])[0]
     return dict(
         n_points=16,
@@ -105,18 +106,18 @@ def bench_swendsen_wang(
         rate=rate, sigma_max=float(np.sqrt(((ds.X[:, None] - ds.X[None]) ** 2).sum(-1).max()))
     )
     chains = bl.ChainSettings(n_chains=n_chains, n_samples=n_samples, burn_in=100)
-    oracle = bl.GradientOracle(problem, "swendsen_wang", prior, jax.random.key(0), chains)
+    oracle = bl.GradientOracle(problem, "swendsen_wang", prior, chains)
     start = bl.BasicParams(jnp.log(jnp.asarray(float(np.median(d)))))
     t = time.perf_counter()
-    oracle(start)  # compile + burn-in
+    oracle(oracle.init(jax.random.key(1)), start)  # compile + burn-in
     warm = time.perf_counter() - t
-    calls0 = oracle.n_calls
     t = time.perf_counter()
     theta, info = bl.adaptive_hill_climb(
-        oracle, start, step=0.002, min_step=1e-5, max_iter=max_iter, xtol=1e-3
+        oracle, start, key=jax.random.key(0), step=0.002, min_step=1e-5, max_iter=max_iter,
+        xtol=1e-3
     )
     total = time.perf_counter() - t
-    steps = oracle.n_calls - calls0
+    steps = info["n_evaluations"]
     post = bl.posterior(
         problem,
         theta,

@@ -239,7 +239,7 @@ def main(argv=None):
         "feature Potts MF + cosine kNN 10", data,
         lambda s: (fit_feature_potts(data.graph, data.features, labels, knn=10,
                                      seed=s).marginals, None), seeds))
-    fit = fit_feature_potts(data.graph, data.features, labels)
+    fit = fit_feature_potts(data.graph, data.features, labels, seed=0)
     for kernel in ("swendsen_wang", "gibbs"):
         rows.append(run_seeded(
             f"feature Potts {kernel} (PM / MAP by ICM)", data,

@@ -225,6 +225,28 @@ def test_sw_learning_matches_enumeration_learning(two_clusters):
     assert abs(s_sw - s_exact) / s_exact < 0.1, (s_sw, s_exact)
 
 
+def test_oracle_is_pure_and_sampling_needs_a_key(two_clusters):
+    """The gradient oracle is a pure function of (state, theta): the same state gives the
+    same sampled value; the next state continues the persistent chains. Sampled moments
+    without a key are refused (no hidden default key)."""
+    problem, prior = two_clusters
+    chains = bl.ChainSettings(n_chains=4, n_samples=400, burn_in=50)  # as the SW test above
+    oracle = bl.GradientOracle(problem, "swendsen_wang", prior, chains)
+    theta = bl.BasicParams(jnp.log(jnp.asarray(0.3)))
+    for call in (oracle.init, lambda: bl.fit(problem, theta, method="swendsen_wang"),
+                 lambda: bl.posterior(problem, theta, method="swendsen_wang")):
+        with pytest.raises(ValueError, match="key"):
+            call()
+    state = oracle.init(jax.random.key(4))
+    (s1, v1), (s2, v2) = oracle(state, theta), oracle(state, theta)
+    assert v1.objective == v2.objective and s1.n_calls == 1 and state.n_calls == 0
+    np.testing.assert_array_equal(v1.gradient.log_sigma, v2.gradient.log_sigma)
+    np.testing.assert_array_equal(s1.clamped_labels, s2.clamped_labels)
+    assert state.clamped_labels is None and s1.clamped_labels.shape == (4, 10)
+    s3, v3 = oracle(s1, theta)  # persistent chains go on: another estimate
+    assert s3.n_calls == 2 and v3.objective != v1.objective
+
+
 def test_optax_ascent_reaches_the_same_sigma(two_clusters):
     import optax
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
 import numpy as np
 
 from graphssl.inference.boltzmann.expectations import (
@@ -52,6 +51,8 @@ from graphssl.inference.boltzmann.expectations import (
 from graphssl.inference.boltzmann.optimisation import (
     ExponentialSigmaPrior,
     GradientOracle,
+    OracleState,
+    OracleValue,
     ThetaPrior,
     adaptive_hill_climb,
     fit,
@@ -71,6 +72,8 @@ __all__ = [
     "ExponentialSigmaPrior",
     "GradientOracle",
     "Moments",
+    "OracleState",
+    "OracleValue",
     "ThetaPrior",
     "adaptive_hill_climb",
     "chain_moments",
@@ -121,7 +124,8 @@ def posterior(
     key=None,
     chains: ChainSettings | None = None,
 ) -> BoltzmannPosterior:
-    """Label posterior of the clamped phase (G for the extended model) at ``theta``."""
+    """Label posterior of the clamped phase (G for the extended model) at ``theta``.
+    ``key``: PRNG key of the chains (required unless ``method="enumeration"``)."""
     template = problem.template()
     clamped, _, _ = _models_jit(template, problem.geometry, theta)
     samples = None
@@ -132,7 +136,9 @@ def posterior(
         chains = (
             ChainSettings(n_chains=4, n_samples=2000, burn_in=200) if chains is None else chains
         )
-        key = jax.random.key(0) if key is None else key
+        if key is None:
+            raise ValueError(f"key: method={method!r} samples the posterior; pass a PRNG key "
+                             "(key=jax.random.key(seed))")
         m, samples = chain_moments(clamped, key, method, chains)
     marg = np.asarray(m.node_marginals)
     labels = np.asarray(problem.labels)

@@ -12,9 +12,10 @@ Symbol map: see ``graphssl.models.boltzmann``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +27,7 @@ from graphssl.inference.boltzmann.expectations import (
     BasicParams,
     BoltzmannProblem,
     ChainSettings,
+    Moments,
     _models_jit,
     chain_moments,
     enumerate_moments,
@@ -37,6 +39,8 @@ from graphssl.models.boltzmann import ExtendedParams, PairGeometry
 __all__ = [
     "ExponentialSigmaPrior",
     "GradientOracle",
+    "OracleState",
+    "OracleValue",
     "ThetaPrior",
     "adaptive_hill_climb",
     "fit",
@@ -115,58 +119,85 @@ def log_prior(prior, theta, geometry: PairGeometry):
 
 
 # --------------------------------------------------------------------------- objective
+class OracleState(NamedTuple):
+    """What changes from one gradient evaluation to the next: ``key``, the PRNG key of the
+    next sampled evaluation (None under enumeration); ``clamped_labels`` /
+    ``unclamped_labels``, each phase's last chain labels ``[chains, n]`` (the next starts of
+    persistent chains; None before the first evaluation or without persistence); ``n_calls``,
+    evaluations done."""
+
+    key: Any = None
+    clamped_labels: Any = None
+    unclamped_labels: Any = None
+    n_calls: int = 0
+
+
+class OracleValue(NamedTuple):
+    """One evaluation: ``objective`` (``log P(O_L|X,Theta) + log p(Theta)``, exact or the
+    estimate of Eq. 27), ``gradient`` (a pytree like Theta), ``log_likelihood`` (its first
+    term) and ``clamped`` (the clamped phase's :class:`Moments`)."""
+
+    objective: float
+    gradient: Any
+    log_likelihood: float
+    clamped: Moments
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class GradientOracle:
-    """``theta -> (objective, gradient, aux)`` for ``log P(O_L|X,Theta) + log p(Theta)``.
+    """``(state, theta) -> (state, OracleValue)`` for ``log P(O_L|X,Theta) + log p(Theta)``.
 
     ``method="enumeration"``: exact moments and exact likelihood (Eq. 82).  Otherwise the
     moments of both phases come from chains (Eq. 26) and the objective is the crude
-    estimate of Eq. (27) plus the log prior.  Holds the PRNG key and, with persistent
-    chains, the last labels of each phase (the only state; the maths is pure).
+    estimate of Eq. (27) plus the log prior.  The oracle holds only settings (immutable);
+    what an evaluation changes -- the PRNG key and, with persistent chains, the chains' last
+    labels -- is the :class:`OracleState` it takes and returns (``oracle.init(key)``), so an
+    evaluation is a pure function of ``(state, theta)``: the same state and theta give the
+    same value.  The chains run on the host-driven ``sample_chains`` (its compiled scans
+    are reused across calls).
     """
 
-    def __init__(
-        self,
-        problem: BoltzmannProblem,
-        method: str = "enumeration",
-        prior=None,
-        key=None,
-        chains: ChainSettings | None = None,
-    ):
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
-        self.problem, self.method, self.prior = problem, method, prior
-        self.template = problem.template()
-        self.key = jax.random.key(0) if key is None else key
-        self.chains = ChainSettings() if chains is None else chains
-        self._last = {"c": None, "u": None}
-        self.n_calls = 0
+    problem: BoltzmannProblem
+    method: str = "enumeration"
+    prior: Any = None
+    chains: ChainSettings = ChainSettings()
 
-    def moments(self, theta):
-        """``(clamped, unclamped, offset, Moments_c, Moments_u, unclamped_draws)``."""
+    def __post_init__(self):
+        if self.chains is None:
+            object.__setattr__(self, "chains", ChainSettings())
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}.")
+
+    @functools.cached_property
+    def template(self):
+        """The problem's model template (built once per oracle)."""
+        return self.problem.template()
+
+    def init(self, key=None) -> OracleState:
+        """The first state: ``key`` is required when the moments are sampled."""
+        if key is None and self.method != "enumeration":
+            raise ValueError(f"key: method={self.method!r} samples the moments; pass a PRNG "
+                             "key (key=jax.random.key(seed))")
+        return OracleState(key=key)
+
+    def moments(self, state: OracleState, theta):
+        """``(state, (clamped, unclamped, offset, Moments_c, Moments_u, unclamped_draws))``."""
         clamped, unclamped, offset = _models_jit(self.template, self.problem.geometry, theta)
         if self.method == "enumeration":
-            return (
-                clamped,
-                unclamped,
-                offset,
-                enumerate_moments(clamped),
-                enumerate_moments(unclamped),
-                None,
-            )
-        self.key, kc, ku = jax.random.split(self.key, 3)
+            return state, (clamped, unclamped, offset, enumerate_moments(clamped),
+                           enumerate_moments(unclamped), None)
+        key, kc, ku = jax.random.split(state.key, 3)
         use = self.chains.persistent
-        mc, sc = chain_moments(
-            clamped, kc, self.method, self.chains, self._last["c"] if use else None
-        )
-        mu, su = chain_moments(
-            unclamped, ku, self.method, self.chains, self._last["u"] if use else None
-        )
-        self._last = {"c": sc.final_state.labels, "u": su.final_state.labels}
-        return clamped, unclamped, offset, mc, mu, su.labels
+        mc, sc = chain_moments(clamped, kc, self.method, self.chains,
+                               state.clamped_labels if use else None)
+        mu, su = chain_moments(unclamped, ku, self.method, self.chains,
+                               state.unclamped_labels if use else None)
+        state = state._replace(key=key, clamped_labels=sc.final_state.labels,
+                               unclamped_labels=su.final_state.labels)
+        return state, (clamped, unclamped, offset, mc, mu, su.labels)
 
-    def __call__(self, theta):
-        self.n_calls += 1
-        clamped, _, offset, mc, mu, draws = self.moments(theta)
+    def __call__(self, state: OracleState, theta) -> tuple[OracleState, OracleValue]:
+        state, (clamped, _, offset, mc, mu, draws) = self.moments(state, theta)
         g_lik = gradient(theta, self.template, self.problem.geometry, mc, mu)
         lp, g_prior = _prior_value_and_grad(self.prior, theta, self.problem.geometry)
         grad = jax.tree_util.tree_map(jnp.add, g_lik, g_prior)
@@ -174,8 +205,8 @@ class GradientOracle:
             loglik = mc.log_z - mu.log_z + offset
         else:
             loglik = log_likelihood_estimate(clamped, offset, draws)
-        value = loglik + lp
-        return float(value), grad, {"log_likelihood": float(loglik), "clamped": mc}
+        value = OracleValue(float(loglik + lp), grad, float(loglik), mc)
+        return state._replace(n_calls=state.n_calls + 1), value
 
 
 # --------------------------------------------------------------------------- optimisers
@@ -187,6 +218,7 @@ def adaptive_hill_climb(
     oracle: GradientOracle,
     theta0,
     *,
+    key=None,
     step=0.1,
     grow=1.5,
     shrink=0.5,
@@ -204,38 +236,44 @@ def adaptive_hill_climb(
     every parameter by less than ``xtol`` (for noisy sampled gradients), or after
     ``max_iter`` steps.
 
+    A pure function of its arguments: the oracle's state (``oracle.init(key)``; ``key``
+    required for sampled moments) is threaded through the evaluations, nothing is mutated.
+    A host loop: each step's accept / shrink decision and the oracle's chains
+    (``sample_chains``) are driven from Python, one compiled program per phase.
+
     Overshoot test (``overshoot``): ``"objective"`` -- the objective fell (exact
     enumeration); ``"gradient"`` -- the new gradient points back, ``g' . (theta' - theta)
     < 0`` (robust to the noise of sampled objectives); ``"auto"`` picks by method.
-    Returns ``(theta, info)`` with iterations, converged, reason and the history.
+    Returns ``(theta, info)`` with iterations, converged, reason, the history and the
+    final oracle state (``oracle_state``).
     """
     if overshoot == "auto":
         overshoot = "objective" if oracle.method == "enumeration" else "gradient"
     flat, unravel = ravel_pytree(theta0)
-    value, grad, aux = oracle(theta0)
-    g = ravel_pytree(grad)[0]
-    history = [dict(objective=value, step=step, theta=np.asarray(flat), accepted=True)]
+    state, current = oracle(oracle.init(key), theta0)
+    g = ravel_pytree(current.gradient)[0]
+    history = [dict(objective=current.objective, step=step, theta=np.asarray(flat),
+                    accepted=True)]
     wins, reason = 0, "max_iter"
     for it in range(1, max_iter + 1):  # noqa: B007 (it is reported)
         new_flat = ravel_pytree(_project(oracle.prior, unravel(flat + step * g)))[0]
-        new_value, new_grad, new_aux = oracle(unravel(new_flat))
-        new_g = ravel_pytree(new_grad)[0]
+        state, new = oracle(state, unravel(new_flat))
+        new_g = ravel_pytree(new.gradient)[0]
         if overshoot == "objective":
-            bad = not (new_value >= value)
+            bad = not (new.objective >= current.objective)
         else:
             bad = float(jnp.dot(new_g, new_flat - flat)) < 0.0
-        history.append(
-            dict(objective=new_value, step=step, theta=np.asarray(new_flat), accepted=not bad)
-        )
+        history.append(dict(objective=new.objective, step=step, theta=np.asarray(new_flat),
+                            accepted=not bad))
         if bad:
             step, wins = step * shrink, 0
             if step < min_step:
                 reason = "step below min_step"
                 break
             continue
-        gain = new_value - value
+        gain = new.objective - current.objective
         moved = float(jnp.max(jnp.abs(new_flat - flat)))
-        flat, value, g, aux = new_flat, new_value, new_g, new_aux
+        flat, g, current = new_flat, new_g, new
         wins += 1
         if wins >= patience:
             step, wins = step * grow, 0
@@ -245,44 +283,49 @@ def adaptive_hill_climb(
         if moved < xtol:
             reason = "parameter change below xtol"
             break
-    info = _ascent_info(oracle, it, reason, value, aux, float(jnp.linalg.norm(g)), history)
+    info = _ascent_info(state, it, reason, current, float(jnp.linalg.norm(g)), history)
     return unravel(flat), info
 
 
-def _ascent_info(oracle, iterations, reason, objective, aux, grad_norm, history) -> dict:
+def _ascent_info(state: OracleState, iterations, reason, current: OracleValue, grad_norm,
+                 history) -> dict:
     """The run summary both ascent loops return."""
     return dict(
         iterations=iterations,
         converged=reason != "max_iter",
         reason=reason,
-        objective=objective,
-        log_likelihood=aux["log_likelihood"],
+        objective=current.objective,
+        log_likelihood=current.log_likelihood,
         grad_norm=grad_norm,
         history=history,
-        n_evaluations=oracle.n_calls,
+        n_evaluations=state.n_calls,
+        oracle_state=state,
     )
 
 
-def optax_ascent(oracle: GradientOracle, theta0, optimizer=None, *, max_iter=300, gtol=1e-4):
+def optax_ascent(oracle: GradientOracle, theta0, optimizer=None, *, key=None, max_iter=300,
+                 gtol=1e-4):
     """Ascent with an optax optimiser (default ``optax.adam(0.05)``) on ``-objective``;
-    stops when the gradient norm is below ``gtol`` or after ``max_iter`` steps."""
+    stops when the gradient norm is below ``gtol`` or after ``max_iter`` steps. The optax
+    state and the oracle state (``oracle.init(key)``) are threaded through a host loop, as
+    in :func:`adaptive_hill_climb`."""
     import optax
 
     optimizer = optax.adam(0.05) if optimizer is None else optimizer
-    theta, state = theta0, optimizer.init(theta0)
+    theta, opt_state, state = theta0, optimizer.init(theta0), oracle.init(key)
     history = []
     reason = "max_iter"
     for it in range(1, max_iter + 1):  # noqa: B007 (it is reported)
-        value, grad, aux = oracle(theta)
-        norm = float(jnp.linalg.norm(ravel_pytree(grad)[0]))
-        history.append(dict(objective=value, grad_norm=norm))
+        state, current = oracle(state, theta)
+        norm = float(jnp.linalg.norm(ravel_pytree(current.gradient)[0]))
+        history.append(dict(objective=current.objective, grad_norm=norm))
         if norm < gtol:
             reason = "gradient below gtol"
             break
-        neg = jax.tree_util.tree_map(jnp.negative, grad)
-        updates, state = optimizer.update(neg, state, theta)
+        neg = jax.tree_util.tree_map(jnp.negative, current.gradient)
+        updates, opt_state = optimizer.update(neg, opt_state, theta)
         theta = _project(oracle.prior, optax.apply_updates(theta, updates))
-    return theta, _ascent_info(oracle, it, reason, value, aux, norm, history)
+    return theta, _ascent_info(state, it, reason, current, norm, history)
 
 
 def fit(
@@ -297,15 +340,16 @@ def fit(
     **options,
 ):
     """Learn Theta by gradient ascent on ``log P(O_L|X,Theta) + log p(Theta)`` (Eqs. 6, 37).
-    ``optimizer``: ``"adaptive"`` (Sec. 3.1) or an ``optax.GradientTransformation``."""
-    oracle = GradientOracle(problem, method, prior, key, chains)
+    ``optimizer``: ``"adaptive"`` (Sec. 3.1) or an ``optax.GradientTransformation``.
+    ``key``: PRNG key of the sampled moments (required unless ``method="enumeration"``)."""
+    oracle = GradientOracle(problem, method, prior, chains)
     if isinstance(optimizer, str):
         if optimizer != "adaptive":
             raise ValueError(
                 f"optimizer must be 'adaptive' or an optax transformation, got {optimizer!r}."
             )
-        return adaptive_hill_climb(oracle, theta0, **options)
-    return optax_ascent(oracle, theta0, optimizer, **options)
+        return adaptive_hill_climb(oracle, theta0, key=key, **options)
+    return optax_ascent(oracle, theta0, optimizer, key=key, **options)
 
 
 # --------------------------------------------------------------------------- restarts

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -65,14 +66,13 @@ __all__ = [
 # ----------------------------------------------------------------------------- pipeline
 
 
-@dataclasses.dataclass
-class HarmonicMixtureFit:
-    """Result of :func:`fit_harmonic_mixture`: the mixture with the graph-discriminative
-    lambda (``mixture.log_label_probs = log lambda``), EM's lambda, the backbone Laplacian,
-    the convergence records, wall-clock times (seconds) of the EM, the backbone and the
-    M x M solve, and ``backbone_info`` (how the backbone was formed: ``method`` 'dense',
-    'top_k' or 'hard'; for 'top_k' ``k`` and the dropped responsibility mass per row,
-    ``max_dropped`` / ``mean_dropped``)."""
+class HarmonicMixtureFit(NamedTuple):
+    """Result of :func:`fit_harmonic_mixture` (an immutable record): the mixture with the
+    graph-discriminative lambda (``mixture.log_label_probs = log lambda``), EM's lambda, the
+    backbone Laplacian, the convergence records, wall-clock times (seconds) of the EM, the
+    backbone and the M x M solve, and ``backbone_info`` (how the backbone was formed:
+    ``method`` 'dense', 'top_k' or 'hard'; for 'top_k' ``k`` and the dropped responsibility
+    mass per row, ``max_dropped`` / ``mean_dropped``)."""
 
     mixture: object
     label_probs: np.ndarray
@@ -82,7 +82,7 @@ class HarmonicMixtureFit:
     lambda_info: LambdaInfo
     times: dict
     centers: object = None
-    backbone_info: dict = dataclasses.field(default_factory=dict)
+    backbone_info: dict | None = None
 
 
 _BACKBONE_CACHE: dict = {}
@@ -147,7 +147,7 @@ def fit_harmonic_mixture(
     alpha: float = 0.0,
     backbone: str = "mixture",
     responsibility_top_k: int | None = None,
-    key=None,
+    key,
     em_options: EMOptions = DEFAULT_OPTIONS,
     max_iter: int = 200,
     tol: float = 1e-7,
@@ -167,6 +167,7 @@ def fit_harmonic_mixture(
       responsibility_top_k: with ``backbone="mixture"``, keep only the k_R largest
         responsibilities per row (renormalised): backbone cost ``O(n k_R d)`` instead of
         ``O(n M (d + M))``; ``None`` (default) = exact dense R.
+      key: PRNG key of the mixture's (and k-means') initialisation (required).
     """
     if backbone not in ("mixture", "kmeans"):
         raise ValueError(f"backbone: unknown {backbone!r}; use 'mixture' or 'kmeans'")
@@ -174,7 +175,6 @@ def fit_harmonic_mixture(
     observed = labels >= 0
     lab_idx = np.flatnonzero(observed)
     C = int(labels.max()) + 1 if n_classes is None else n_classes
-    key = jax.random.PRNGKey(0) if key is None else key
     y = jnp.asarray(np.where(observed, labels, 0), jnp.int32)
     obs = jnp.asarray(observed)
     t0 = time.perf_counter()
@@ -230,10 +230,11 @@ _log_resp_jit = jax.jit(log_responsibilities)
 # ----------------------------------------------------------------------------- baselines
 
 
-def sample_baseline(X, labels, n_samples: int, *, sigma: float, graph_builder, key=0,
+def sample_baseline(X, labels, n_samples: int, *, sigma: float, graph_builder, key,
                     X_eval=None, harmonic=None):
     """'sample' of Sec. 4: draw M unlabelled points, solve the harmonic function on the
-    (l + M)-node graph ``graph_builder(X_small)``, extend to other points by the Delalleau et
+    (l + M)-node graph ``graph_builder(X_small)`` (the M drawn with the numpy seed ``key``,
+    required), extend to other points by the Delalleau et
     al. (2005) formula ``f_j = sum_i w_ij f_i / sum_i w_ij`` over the l + M nodes with
     ``w_ij = exp(-||x_i - x_j||^2 / (2 sigma^2))`` (computed as a softmax: no underflow).
 

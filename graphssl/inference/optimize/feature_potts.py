@@ -143,7 +143,7 @@ def _potts(graphs, theta, unary, labels, n_classes) -> PottsModel:
 
 def fit_feature_potts(graph, features, labels, n_classes: int | None = None, *,
                       knn: int = 0, rounds: int = 2, pl_prior: float = 1.0,
-                      precisions=DEFAULT_PRECISIONS, n_folds: int = 5, seed: int = 0,
+                      precisions=DEFAULT_PRECISIONS, n_folds: int = 5, seed: int,
                       mean_field_options: MeanFieldOptions | None = None) -> FeaturePottsFit:
     """Fit the feature-unary Potts CRF of this module (steps 1-3 of the module docstring).
 
@@ -161,7 +161,8 @@ def fit_feature_potts(graph, features, labels, n_classes: int | None = None, *,
         rounds: pseudo-likelihood rounds (beliefs refreshed from the mean field each round).
         pl_prior: precision of the Gaussian prior on ``theta``.
         precisions, n_folds, seed: the feature model's cross-validation
-            (:func:`~graphssl.inference.optimize.logistic.cross_fitted_log_probabilities`).
+            (:func:`~graphssl.inference.optimize.logistic.cross_fitted_log_probabilities`;
+            ``seed`` deals the folds: required, no hidden default).
         mean_field_options: default sequential Gauss-Seidel sweeps, tol 1e-4.
     """
     labels = np.asarray(labels, dtype=np.int64)
@@ -198,9 +199,10 @@ def fit_feature_potts(graph, features, labels, n_classes: int | None = None, *,
 
 def sample_feature_potts(fit: FeaturePottsFit, *, kernel: str = "swendsen_wang",
                          n_chains: int = 4, n_samples: int = 200, burn_in: int = 50,
-                         seed: int = 0, icm: bool = True):
+                         seed: int, icm: bool = True):
     """Posterior of the learned CRF by Swendsen-Wang (or ``kernel="gibbs"``: chromatic
     Gibbs), started from the mean-field labels; MAP by ICM from the lowest-energy draw.
+    ``seed``: of the chains' PRNG key (required).
 
     Returns ``(marginals float64[n, C], map_labels int[n], samples)``.
     """

@@ -14,6 +14,11 @@ O_alpha(lambda) = -alpha l(theta) + (1 - alpha) E(theta) (Eq. 3) over the backbo
 
 Everything here works on the small ``(l + M) x (l + M)`` backbone Laplacian (NumPy/SciPy,
 float64); the pipeline that builds it is :mod:`graphssl.inference.harmonic_mixture.fit`.
+Host functions on purpose: the problem has ``M`` (tens to hundreds) unknowns, so a
+compiled program would cost more to build than to run, and the bounded solve uses scipy's
+L-BFGS-B (no bound-constrained L-BFGS among our JAX dependencies). Every solver is a pure
+function of ``(A, b, init, options) -> (lambda, info)``; the FISTA loop's state lives in
+local variables only.
 """
 
 from __future__ import annotations

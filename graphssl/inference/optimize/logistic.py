@@ -262,7 +262,7 @@ def _log_softmax_host(features, params) -> np.ndarray:
     return Z - np.log(np.exp(Z).sum(axis=1, keepdims=True))
 
 
-def stratified_folds(labels, n_folds: int, seed: int = 0) -> np.ndarray:
+def stratified_folds(labels, n_folds: int, seed: int) -> np.ndarray:
     """``int[n]`` fold of each labelled node (``-1`` for unlabelled): each class's nodes are
     shuffled (``seed``) and dealt round-robin, so every fold holds every class it can."""
     labels = np.asarray(labels)
@@ -289,7 +289,7 @@ def _grid_fits(features, targets, fold_weights, precisions, max_iter, tol):
 
 def cross_fitted_log_probabilities(features, labels, n_classes: int | None = None, *,
                                    precisions=DEFAULT_PRECISIONS, n_folds: int = 5,
-                                   seed: int = 0, max_iter: int = 500,
+                                   seed: int, max_iter: int = 500,
                                    tol: float = 1e-6, method: str = "scipy") -> FeatureFit:
     """Out-of-fold feature log-probabilities for the labelled nodes, with the prior
     precision chosen by K-fold cross-validated log likelihood.

@@ -32,6 +32,12 @@ minimum within a factor 2 of the optimum (Boykov et al. Thm 6.1).
 
 :func:`iterative_relabelling` is the Fig. 4 baseline: hill-climbing on the same cut by
 single-label flips from a random start, stopping at a local optimum.
+
+Host functions on purpose: max-flow is a sequential augmenting-path / push-relabel search on
+a residual graph that changes at every step (no data-parallel form in JAX); the back ends
+are C++ (PyMaxflow), Cython (scipy) or Python (networkx). Each call is a pure function of
+its inputs (graph, labels, options; the hill-climber's random start from its required
+``seed``): nothing is kept between calls.
 """
 
 from __future__ import annotations
@@ -356,8 +362,9 @@ def mincut_networkx(g, *, label: str = "label", weight: str = "weight", **kwargs
     return h
 
 
-def iterative_relabelling(graph, labels, observed=None, *, seed=0, max_sweeps: int = 1000):
-    """Fig. 4 baseline: random labelling of U, then single flips while the cut drops.
+def iterative_relabelling(graph, labels, observed=None, *, seed, max_sweeps: int = 1000):
+    """Fig. 4 baseline: random labelling of U (``seed``, required), then single flips while
+    the cut drops.
 
     Sweeps visit the unlabelled nodes in a random order and flip a node when its weight to
     the other class exceeds its weight to its own class (a strict decrease of the cut).

@@ -88,6 +88,10 @@ def fit_pseudo_likelihood(unary, messages, labels, *, prior_precision: float = 1
                           tol: float = 1e-8) -> PseudoLikelihoodFit:
     """Maximise the pseudo-likelihood of Eq. (2) over ``theta >= 0`` (L-BFGS-B).
 
+    scipy's L-BFGS-B on the host (``1 + K`` parameters, bounds ``theta >= 0``: no
+    bound-constrained L-BFGS among our JAX dependencies) over the jitted value and gradient
+    of Eq. (2); a pure function of its arguments (``init`` warm-starts it).
+
     Args:
         unary: float[m, C], the labelled nodes' out-of-fold feature log-probabilities.
         messages: float[K, m, C] (:func:`neighbor_beliefs`) or float[m, C] for K = 1.
