@@ -1,0 +1,122 @@
+"""Similarity-graph builders from features: k-nearest-neighbour, epsilon and dense graphs,
+weighted by a scheme of :mod:`graphssl.graph.weights`. Re-exported by
+:mod:`graphssl.graph`."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from graphssl.graph.core import Graph
+from graphssl.graph.operators import _symmetrized_matrix
+from graphssl.graph.weights import _edge_weights
+from graphssl.neighbors import knn_search
+from graphssl.validation import check_features
+
+__all__ = ["knn_graph", "epsilon_graph", "dense_graph"]
+
+
+def _check_duplicates(distances, on_duplicates):
+    if on_duplicates == "ignore":
+        return
+    if on_duplicates != "raise":
+        raise ValueError("on_duplicates: use 'ignore' (default) or 'raise'")
+    n_zero = int(np.sum(distances[:, 0] == 0))
+    if n_zero:
+        raise ValueError(
+            f"X: {n_zero} points have an exact duplicate (distance 0) and on_duplicates='raise'; "
+            "remove duplicates (e.g. np.unique(X, axis=0)) or keep the default 'ignore'"
+        )
+
+
+def _from_coo(rows, cols, vals, n) -> Graph:
+    matrix = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    matrix.sum_duplicates()
+    return Graph.from_scipy(matrix)
+
+
+def knn_graph(
+    X,
+    k: int,
+    *,
+    symmetrize: str | None = "max",
+    weight: str = "gaussian",
+    sigma=None,
+    t: float = 1.0,
+    method: str = "auto",
+    on_duplicates: str = "ignore",
+    seed: int = 0,
+) -> Graph:
+    """k-nearest-neighbour graph.
+
+    Args:
+      X: float[n, d] features (dense).
+      k: neighbours per point (k < n).
+      symmetrize: ``"max"`` (edge if i in kNN(j) or j in kNN(i)), ``"min"`` (mutual kNN,
+        Bergamim & Breve Eq. 8), ``"mean"`` ((W + W^T) / 2) or ``None`` (directed kNN).
+      weight: ``"gaussian"`` (see ``sigma``), ``"binary"``, ``"distance"`` or ``"cosine"``
+        (``exp(-(1 - cos) / t)``).
+      sigma: Gaussian width: a number, ``"kth_over_3"`` / ``None`` (Bergamim & Breve Eq. 7)
+        or ``"walder"`` (``exp(-omega d^2)``, omega = 1 / mean squared distance).
+      method: neighbour search, see :func:`knn_search`.
+      on_duplicates: ``"ignore"`` (default: duplicate points are neighbours at distance 0,
+        Gaussian weight 1, a legitimate affinity) or ``"raise"`` (refuse them).
+    """
+    indices, distances = knn_search(X, k, method=method, seed=seed)
+    _check_duplicates(distances, on_duplicates)
+    n = indices.shape[0]
+    rows = np.repeat(np.arange(n), indices.shape[1])
+    cols = indices.ravel()
+    vals = _edge_weights(X, rows, cols, distances.ravel(), weight, sigma, t, distances)
+    # keep exact zeros as tiny positive weights so that sparsity does not lose the edge
+    vals = np.maximum(vals, np.finfo(np.float64).tiny).reshape(n, -1)
+    # CSR straight from the kNN table: each row's k columns sorted, no COO conversion
+    order = np.argsort(indices, axis=1)
+    directed = sp.csr_matrix(
+        (np.take_along_axis(vals, order, 1).ravel(), np.take_along_axis(indices, order, 1).ravel(),
+         np.arange(0, n * indices.shape[1] + 1, indices.shape[1])),
+        shape=(n, n),
+    )
+    return Graph.from_scipy(_symmetrized_matrix(directed, symmetrize))
+
+
+def epsilon_graph(X, eps: float, *, weight: str = "gaussian", sigma=1.0, t: float = 1.0) -> Graph:
+    """Epsilon (delta) graph: an edge between every pair at distance <= ``eps``.
+
+    Uses a KD-tree pair query, so memory is O(number of edges).
+    """
+    from scipy.spatial import cKDTree
+
+    X = check_features(X)
+    if not eps > 0:
+        raise ValueError(f"eps: the radius must be positive, got {eps}")
+    pairs = cKDTree(np.asarray(X, np.float64)).query_pairs(r=eps, output_type="ndarray")
+    if pairs.size == 0:
+        warnings.warn(
+            f"epsilon_graph: no pair of points is within eps={eps}; the graph is empty",
+            stacklevel=2,
+        )
+    rows = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    cols = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    dist = np.linalg.norm(np.asarray(X, np.float64)[rows] - np.asarray(X, np.float64)[cols], axis=1)
+    if sigma in (None, "kth_over_3"):
+        raise ValueError("sigma: give a number or 'walder' for an epsilon graph")
+    vals = _edge_weights(X, rows, cols, dist, weight, sigma, t)
+    return _from_coo(rows, cols, np.maximum(vals, np.finfo(np.float64).tiny), X.shape[0])
+
+
+def dense_graph(X, *, weight: str = "gaussian", sigma=1.0, t: float = 1.0) -> Graph:
+    """Fully connected graph (Zhu & Ghahramani's basic Boltzmann machine); O(n^2) memory."""
+    X = check_features(X)
+    n = X.shape[0]
+    if n > 20_000:
+        raise ValueError(f"X: a dense graph on n={n} points has n^2 edges; use knn_graph")
+    rows, cols = np.nonzero(~np.eye(n, dtype=bool))
+    Xd = np.asarray(X, np.float64)
+    dist = np.linalg.norm(Xd[rows] - Xd[cols], axis=1)
+    if sigma in (None, "kth_over_3"):
+        raise ValueError("sigma: give a number or 'walder' for a dense graph")
+    vals = _edge_weights(X, rows, cols, dist, weight, sigma, t)
+    return _from_coo(rows, cols, np.maximum(vals, np.finfo(np.float64).tiny), n)

@@ -1,0 +1,125 @@
+"""The :class:`Graph` pytree: an edge list ``(senders, receivers, weights)`` over
+``n_nodes`` nodes, with its conversions (scipy.sparse, networkx) and the padded neighbour
+table of the per-node gathers. Re-exported by :mod:`graphssl.graph`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["Graph"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Graph:
+    """Weighted graph as a JAX pytree (data: senders, receivers, weights; static: n_nodes).
+
+    Shapes: ``senders: int32[E]``, ``receivers: int32[E]``, ``weights: float[E]``. Undirected
+    graphs hold each edge in both directions. Build with the functions of this module or
+    :meth:`from_scipy` / :meth:`from_networkx`.
+    """
+
+    senders: jax.Array
+    receivers: jax.Array
+    weights: jax.Array
+    n_nodes: int = dataclasses.field(metadata=dict(static=True))
+
+    @property
+    def n_edges(self) -> int:
+        """Number of stored (directed) edges E."""
+        return int(self.senders.shape[0])
+
+    def degrees(self) -> jax.Array:
+        """Weighted out-degrees d_i = sum_j W_ij, shape [n]."""
+        return jax.ops.segment_sum(self.weights, self.senders, num_segments=self.n_nodes)
+
+    def to_scipy(self) -> sp.csr_matrix:
+        """The weight matrix W as ``scipy.sparse.csr_matrix`` (n x n).
+
+        Edges in the documented order (sorted by (senders, receivers), no repeats) map to
+        CSR arrays directly; any other order goes through a COO conversion (duplicates summed).
+        """
+        n = self.n_nodes
+        senders, receivers = np.asarray(self.senders), np.asarray(self.receivers)
+        weights = np.array(self.weights)  # a writable copy: callers may scale W.data in place
+        key = senders.astype(np.int64) * n + receivers
+        if key.size == 0 or np.all(key[1:] > key[:-1]):
+            indptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(senders, minlength=n), out=indptr[1:])
+            return sp.csr_matrix((weights, receivers.copy(), indptr), shape=(n, n))
+        return sp.csr_matrix((weights, (senders, receivers)), shape=(n, n))
+
+    @classmethod
+    def from_scipy(cls, matrix, *, dtype=None) -> Graph:
+        """Graph from a sparse or dense n x n weight matrix; the diagonal is dropped."""
+        matrix = sp.csr_matrix(matrix, copy=True)
+        if matrix.shape[0] != matrix.shape[1]:
+            raise ValueError(
+                f"matrix: expected a square n x n weight matrix, got shape {matrix.shape}"
+            )
+        # canonical CSR is sorted by (row, column): the edge order of a Graph, no lexsort
+        matrix.sum_duplicates()
+        rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+        keep = (rows != matrix.indices) & (matrix.data != 0)  # drop the diagonal and zeros
+        weights = matrix.data[keep]
+        if np.any(~np.isfinite(weights)) or np.any(weights < 0):
+            raise ValueError("matrix: weights must be finite and non-negative")
+        if dtype is not None:
+            weights = weights.astype(dtype)
+        return cls(
+            senders=jnp.asarray(rows[keep], dtype=jnp.int32),
+            receivers=jnp.asarray(matrix.indices[keep], dtype=jnp.int32),
+            weights=jnp.asarray(weights),
+            n_nodes=int(matrix.shape[0]),
+        )
+
+    def to_networkx(self):
+        """An undirected ``networkx.Graph`` (or DiGraph if not symmetric) with ``weight`` data."""
+        import networkx as nx
+
+        create_using = nx.Graph if self.is_symmetric() else nx.DiGraph
+        graph = nx.from_scipy_sparse_array(self.to_scipy(), create_using=create_using)
+        return graph
+
+    @classmethod
+    def from_networkx(cls, graph, *, weight: str = "weight", nodelist=None) -> Graph:
+        """Graph from a networkx graph; missing edge weights count as 1."""
+        import networkx as nx
+
+        matrix = nx.to_scipy_sparse_array(graph, nodelist=nodelist, weight=weight, format="csr")
+        return cls.from_scipy(matrix)
+
+    def is_symmetric(self, *, rtol: float = 1e-6) -> bool:
+        """True when W equals its transpose (to ``rtol``)."""
+        matrix = self.to_scipy()
+        difference = abs(matrix - matrix.T)
+        scale = abs(matrix).max() if matrix.nnz else 0.0
+        return bool(difference.nnz == 0 or difference.max() <= rtol * max(scale, 1e-300))
+
+    def padded_neighbors(self) -> tuple[jax.Array, jax.Array]:
+        """Neighbour table for per-node gathers.
+
+        Returns ``(neighbor_index int32[n, d_max], neighbor_weight float[n, d_max])``; rows
+        shorter than the maximum out-degree are padded with the node's own index and weight 0,
+        so ``sum_d neighbor_weight[i, d] * f(x[neighbor_index[i, d]])`` is the weighted sum over
+        neighbours of node i.
+        """
+        senders = np.asarray(self.senders)
+        counts = np.bincount(senders, minlength=self.n_nodes)
+        d_max = max(int(counts.max()) if counts.size else 0, 1)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        slot = np.arange(senders.size) - np.repeat(starts, counts)
+        index = np.repeat(np.arange(self.n_nodes, dtype=np.int32)[:, None], d_max, axis=1)
+        weight = np.zeros((self.n_nodes, d_max), dtype=np.asarray(self.weights).dtype)
+        index[senders, slot] = np.asarray(self.receivers)
+        weight[senders, slot] = np.asarray(self.weights)
+        return jnp.asarray(index), jnp.asarray(weight)
+
+
+jax.tree_util.register_dataclass(
+    Graph, data_fields=["senders", "receivers", "weights"], meta_fields=["n_nodes"]
+)

@@ -1,0 +1,138 @@
+"""Graphs given by the user in any usual form (networkx, scipy / dense affinity, edge list,
+:class:`~graphssl.graph.core.Graph`) -> one undirected :class:`Graph` (:func:`as_graph`, the
+estimators' ``fit_graph``). Re-exported by :mod:`graphssl.graph`."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from graphssl.graph.core import Graph
+from graphssl.graph.operators import _symmetrized_matrix
+
+__all__ = ["DirectedGraphWarning", "as_graph"]
+
+
+class DirectedGraphWarning(UserWarning):
+    """A graph given to :func:`as_graph` had one-directional or unequal edges (symmetrised)."""
+
+
+_SYMMETRIZE_MODES = ("max", "mean", "min", None)
+
+
+def as_graph(obj, n_nodes: int | None = None, *, weight: str = "weight",
+             symmetrize: str | None = "max", nodelist=None) -> Graph:
+    """A :class:`Graph` from a graph in any of the usual forms (estimators' ``fit_graph``).
+
+    Args:
+      obj: a :class:`Graph`; a networkx graph (nodes in the order ``list(G.nodes)``, or
+        ``nodelist``; edge weights from the attribute ``weight``, 1 where missing; parallel
+        edges of a multigraph add up); a scipy.sparse or dense ``n x n`` affinity matrix
+        (any square array is read as a matrix); or an edge list, ``int[E, 2]`` of node
+        indices or ``[E, 3]`` with a weight column (repeated pairs add up). Self-loops are
+        dropped; weights must be finite and non-negative.
+      n_nodes: the expected number of nodes (e.g. ``len(y)``); an edge list may leave the
+        last nodes isolated, every other form must match it.
+      weight: the networkx edge attribute holding the weight.
+      symmetrize: how a directed input becomes undirected: ``"max"`` (default; union,
+        ``w_ij = max(w_ij, w_ji)``, right for an edge list that names each edge once, such
+        as a citation file's ``i < j`` pairs), ``"mean"``, ``"min"`` (mutual edges only) or
+        ``None`` (keep it directed). A symmetrised input gives a
+        :class:`DirectedGraphWarning` naming how many edges were one-directional.
+      nodelist: node order of a networkx graph.
+    """
+    if symmetrize not in _SYMMETRIZE_MODES:
+        raise ValueError(
+            f"symmetrize: got {symmetrize!r}; use 'max' (union), 'mean', 'min' or None"
+        )
+    matrix = _affinity_matrix(obj, n_nodes, weight, nodelist)
+    if symmetrize is not None:
+        matrix = _report_and_symmetrize(matrix, symmetrize)
+    graph = Graph.from_scipy(matrix)
+    if graph.n_nodes < 2 or graph.n_edges == 0:
+        raise ValueError(
+            f"graph: the graph has {graph.n_nodes} nodes and no edges; give at least one edge"
+        )
+    return graph
+
+
+def _affinity_matrix(obj, n_nodes, weight, nodelist) -> sp.csr_matrix:
+    if isinstance(obj, Graph):
+        matrix = obj.to_scipy()
+    elif hasattr(obj, "nodes") and hasattr(obj, "edges") and hasattr(obj, "adj"):
+        import networkx as nx
+
+        nodes = list(obj.nodes) if nodelist is None else list(nodelist)
+        matrix = nx.to_scipy_sparse_array(obj, nodelist=nodes, weight=weight, format="csr")
+    elif sp.issparse(obj):
+        matrix = sp.csr_matrix(obj)
+    else:
+        if hasattr(obj, "to_numpy"):  # a pandas DataFrame of edges or weights
+            obj = obj.to_numpy()
+        try:
+            array = np.asarray(obj, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"graph: expected a graphssl Graph, a networkx graph, an n x n affinity matrix "
+                f"or an edge list [E, 2] / [E, 3], got {type(obj).__name__}"
+            ) from None
+        if array.ndim == 2 and array.shape[0] == array.shape[1]:
+            matrix = sp.csr_matrix(array)
+        elif array.ndim == 2 and array.shape[1] in (2, 3):
+            matrix = _edge_list_matrix(array, n_nodes)
+        else:
+            raise ValueError(
+                f"graph: an array must be an n x n affinity matrix or an edge list of shape "
+                f"[E, 2] or [E, 3], got shape {array.shape}"
+            )
+    if n_nodes is not None and matrix.shape[0] != n_nodes:
+        raise ValueError(
+            f"graph: has {matrix.shape[0]} nodes but y has {n_nodes} entries; give one label "
+            "per node (-1 for unlabelled), in the graph's node order"
+        )
+    matrix = matrix.astype(np.float64)
+    if matrix.nnz and (not np.all(np.isfinite(matrix.data)) or matrix.data.min() < 0):
+        raise ValueError("graph: edge weights must be finite and non-negative")
+    return matrix
+
+
+def _edge_list_matrix(edges: np.ndarray, n_nodes) -> sp.csr_matrix:
+    pairs = edges[:, :2]
+    if not np.all(np.isfinite(pairs)) or np.any(pairs != np.round(pairs)) or np.any(pairs < 0):
+        raise ValueError("graph: edge list node indices must be non-negative integers")
+    pairs = pairs.astype(np.int64)
+    n = int(pairs.max()) + 1 if pairs.size else 0
+    if n_nodes is not None:
+        if n > n_nodes:
+            raise ValueError(
+                f"graph: the edge list names node {n - 1} but y has only {n_nodes} entries"
+            )
+        n = int(n_nodes)
+    values = edges[:, 2] if edges.shape[1] == 3 else np.ones(edges.shape[0])
+    return sp.csr_matrix((values, (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+
+
+def _report_and_symmetrize(matrix: sp.csr_matrix, mode: str) -> sp.csr_matrix:
+    matrix = matrix.tocsr()
+    matrix.setdiag(0)
+    matrix.eliminate_zeros()
+    present = (matrix != 0).astype(np.int8)
+    mutual = present.multiply(present.T)
+    one_way = int(present.nnz - mutual.nnz)
+    unequal = int((abs(matrix - matrix.T).multiply(mutual) != 0).nnz // 2)
+    if one_way == 0 and unequal == 0:
+        return matrix
+    n_edges = int(present.nnz - mutual.nnz // 2)
+    rule = {"max": "max(w_ij, w_ji), the union", "mean": "(w_ij + w_ji) / 2",
+            "min": "min(w_ij, w_ji), mutual edges only"}[mode]
+    warnings.warn(
+        f"graph: directed input: {one_way} of {n_edges} edges are given in one direction only"
+        + (f" and {unequal} pairs have unequal weights" if unequal else "")
+        + f"; symmetrised with symmetrize={mode!r} (w_ij = {rule}). Give both directions, or "
+        "choose symmetrize='max' / 'mean' / 'min' (None keeps it directed).",
+        DirectedGraphWarning,
+        stacklevel=3,
+    )
+    return _symmetrized_matrix(matrix, mode)

@@ -1,0 +1,96 @@
+"""Edge-weight schemes (Gaussian, Walder's, cosine, per-dimension length scales) on
+distances or features; pure array functions. Re-exported by :mod:`graphssl.graph`, whose
+docstring lists the schemes with their equations."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from graphssl.neighbors import _squared_norms
+
+__all__ = ["gaussian_weights", "sigma_kth_neighbor", "walder_omega", "length_scale_weights"]
+
+
+def gaussian_weights(sq_dist, sigma):
+    """Gaussian weights ``exp(-d^2 / (2 sigma^2))`` (Bergamim & Breve Eq. 6)."""
+    if not np.all(np.asarray(sigma) > 0):
+        raise ValueError(f"sigma: the Gaussian width must be positive, got {sigma}")
+    return np.exp(-np.asarray(sq_dist) / (2.0 * np.asarray(sigma) ** 2))
+
+
+def sigma_kth_neighbor(distances) -> float:
+    """``sigma = (1 / 3N) sum_i d_{i,k(i)}``: mean distance to the k-th neighbour over 3.
+
+    Bergamim & Breve Eq. 7; ``distances`` is the ``[n, k]`` output of :func:`knn_search`.
+    """
+    distances = np.asarray(distances)
+    sigma = float(np.mean(distances[:, -1]) / 3.0)
+    if sigma <= 0:
+        # every point has k exact duplicates: fall back on the non-zero distances of the table
+        positive = distances[distances > 0]
+        if positive.size == 0:
+            raise ValueError(
+                "X: every point's k nearest neighbours are exact duplicates (distance 0), so "
+                "the Gaussian width is undefined; give sigma as a number or increase k"
+            )
+        sigma = float(np.mean(positive) / 3.0)
+    return sigma
+
+
+def walder_omega(X) -> float:
+    """``omega = 1 / mean squared distance over all pairs i != j`` in O(n d), no n x n array.
+
+    Uses ``sum_{i,j} ||x_i - x_j||^2 = 2 n sum_i ||x_i||^2 - 2 ||sum_i x_i||^2`` (Walder Sec. 5).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    total = 2.0 * n * _squared_norms(X).sum() - 2.0 * np.sum(X.sum(axis=0) ** 2)
+    mean_sq = total / (n * (n - 1))
+    if mean_sq <= 0:
+        raise ValueError("X: all points coincide; the graph weights are undefined")
+    return float(1.0 / mean_sq)
+
+
+def length_scale_weights(X, senders, receivers, alpha0, log_length_scales):
+    """Per-dimension length-scale weights (Zhu & Ghahramani Eq. 39), in JAX.
+
+    ``A_ij = exp(alpha_0 - sum_d (x_i^d - x_j^d)^2 / exp(alpha_d))``; ``alpha0`` is alpha_0 and
+    ``log_length_scales[d]`` is alpha_d. Differentiable in both.
+    """
+    X = jnp.asarray(X)
+    diff = X[senders] - X[receivers]
+    return jnp.exp(alpha0 - jnp.sum(diff**2 * jnp.exp(-jnp.asarray(log_length_scales)), axis=-1))
+
+
+def _cosine_similarity_rows(X, rows, cols):
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.sqrt(_squared_norms(X))
+    norms[norms == 0] = 1.0
+    return np.einsum("ij,ij->i", X[rows], X[cols]) / (norms[rows] * norms[cols])
+
+
+def _edge_weights(X, rows, cols, distances, weight, sigma, t, knn_distances=None):
+    """Weights of the edges ``rows -> cols`` with Euclidean ``distances`` under a scheme."""
+    if weight == "binary":
+        return np.ones_like(distances)
+    if weight == "distance":
+        return distances.copy()
+    if weight == "cosine":
+        return np.exp(-(1.0 - _cosine_similarity_rows(X, rows, cols)) / t)
+    if weight != "gaussian":
+        raise ValueError(
+            f"weight: unknown scheme {weight!r}; use 'gaussian', 'binary', 'distance' or 'cosine'"
+        )
+    sq = distances**2
+    if sigma is None or sigma == "kth_over_3":
+        if knn_distances is None:
+            raise ValueError("sigma: 'kth_over_3' needs a kNN graph; give sigma as a number")
+        return gaussian_weights(sq, sigma_kth_neighbor(knn_distances))
+    if sigma == "walder":
+        return np.exp(-walder_omega(X) * sq)
+    if isinstance(sigma, str):
+        raise ValueError(
+            f"sigma: unknown rule {sigma!r}; use a positive number, 'kth_over_3' or 'walder'"
+        )
+    return gaussian_weights(sq, float(sigma))
