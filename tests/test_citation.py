@@ -357,3 +357,21 @@ def test_diffusion_pmfs_block_diagonal_on_components(planted):
             K = np.maximum(heat_kernel(data.graph, 2.5), 1e-30)
             np.testing.assert_allclose(blocks[1], K / K.sum(0), rtol=1e-8, atol=1e-12)
         np.testing.assert_allclose(blocks[1][:, 0], np.eye(data.n_nodes)[0], atol=1e-12)
+
+
+def test_harmonic_mixture_prior_reduces_to_the_dongle_harmonic_function(planted):
+    from graphssl.inference.optimize.feature_prior import (
+        harmonic_mixture_with_prior,
+        harmonic_with_prior,
+    )
+
+    data, labels, prior = _prior_fixture(planted)
+    # one component per node (R = I): f_U = lambda_U is free, so the backbone + dongle
+    # energy's minimiser is the harmonic function with dongles (nodes of degree > 0)
+    f, lam, info = harmonic_mixture_with_prior(data.graph, labels, np.eye(labels.size),
+                                               prior.probs, 0.3, n_classes=3)
+    ref = harmonic_with_prior(data.graph, labels, prior.probs, 0.3, n_classes=3,
+                              method="direct")
+    linked = np.asarray(data.graph.to_scipy().sum(1)).ravel() > 0
+    np.testing.assert_allclose(f[linked], ref[linked], atol=1e-8)
+    assert lam.shape == (labels.size, 3) and info.converged

@@ -20,7 +20,7 @@ from graphssl.inference.optimize.baselines.propagation import class_mass_normali
 from graphssl.inference.optimize.feature_prior import (
     DEFAULT_ETA_GRID,
     DEFAULT_RHO_GRID,
-    harmonic_with_prior,
+    fit_harmonic_with_prior,
     lgc_with_prior,
 )
 
@@ -48,7 +48,8 @@ class HarmonicFunctionClassifier(FeaturePriorMixin, GraphSSLClassifier):
     ``DEFAULT_ETA_GRID`` by 5-fold cross-validated log likelihood of the labelled nodes
     (``prior_weight_``, ``prior_weight_scores_``). ``class_mass_normalize`` then normalises
     to the feature model's class proportions (mean ``h`` over the unlabelled nodes) instead
-    of the labelled frequencies. ``features=None``: the graph-only model.
+    of the labelled frequencies. ``features=None``: the graph-only model. ``random_state``:
+    seed of the feature model's cross-validation folds (None, an int or a Generator).
 
     >>> clf = HarmonicFunctionClassifier(k=10).fit(X, y)        # doctest: +SKIP
     >>> clf.transduction_                                       # doctest: +SKIP
@@ -67,6 +68,7 @@ class HarmonicFunctionClassifier(FeaturePriorMixin, GraphSSLClassifier):
         tol=1e-5,
         features="auto",
         prior_weight="cv",
+        random_state=0,
     ):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.method = method
@@ -75,6 +77,7 @@ class HarmonicFunctionClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.tol = tol
         self.features = features
         self.prior_weight = prior_weight
+        self.random_state = random_state
 
     def _label_distributions(self, graph, labels, n_classes):
         prior = self._fit_feature_prior(labels, n_classes, weight_range=(0.0, 1.0, False))
@@ -89,13 +92,11 @@ class HarmonicFunctionClassifier(FeaturePriorMixin, GraphSSLClassifier):
                 tol=self.tol,
             )
 
-        def solve(known, h, eta):
-            return harmonic_with_prior(graph, known, h, eta, n_classes=n_classes,
-                                       method=self.method, tol=self.tol,
-                                       normalize_graph=bool(self.normalize_graph))
-
-        eta = self._prior_weight(solve, labels, prior, DEFAULT_ETA_GRID)
-        f = solve(labels, prior.probs, eta)
+        eta = self.prior_weight if isinstance(self.prior_weight, str) else float(
+            self.prior_weight)
+        f, self.prior_weight_, self.prior_weight_scores_ = fit_harmonic_with_prior(
+            graph, labels, prior, n_classes=n_classes, eta=eta, grid=DEFAULT_ETA_GRID,
+            method=self.method, tol=self.tol, normalize_graph=bool(self.normalize_graph))
         if self.class_mass_normalize:
             f = class_mass_normalization(f, np.flatnonzero(labels >= 0),
                                          prior.probs[labels < 0].mean(axis=0))
@@ -121,8 +122,8 @@ class LGCClassifier(FeaturePriorMixin, GraphSSLClassifier):
     reaches gets ``h_i`` smoothed within its component (degree 0: ``h_i``).
     ``prior_weight``: ``rho > 0``, or ``"cv"`` (default): chosen from ``DEFAULT_RHO_GRID``
     by 5-fold cross-validated log likelihood of the labelled nodes (``prior_weight_``,
-    ``prior_weight_scores_``).
-    ``features=None``: the graph-only model.
+    ``prior_weight_scores_``). ``features=None``: the graph-only model. ``random_state``:
+    seed of the feature model's cross-validation folds (None, an int or a Generator).
     """
 
     def __init__(
@@ -137,6 +138,7 @@ class LGCClassifier(FeaturePriorMixin, GraphSSLClassifier):
         tol=1e-5,
         features="auto",
         prior_weight="cv",
+        random_state=0,
     ):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.alpha = alpha
@@ -144,6 +146,7 @@ class LGCClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.tol = tol
         self.features = features
         self.prior_weight = prior_weight
+        self.random_state = random_state
 
     def _label_distributions(self, graph, labels, n_classes):
         prior = self._fit_feature_prior(labels, n_classes, weight_range=(0.0, np.inf, False))

@@ -51,7 +51,7 @@ class FeaturePriorMixin:
                 "Label more nodes, or pass features=None to silence this.",
                 UserWarning, stacklevel=5)
             return None
-        seed = self._seed() if hasattr(self, "random_state") else 0
+        seed = self._seed()  # random_state: the folds of the feature model's CV
         self.feature_prior_ = fit_feature_prior(X, labels, n_classes, n_folds=n_folds,
                                                 seed=seed)
         return self.feature_prior_

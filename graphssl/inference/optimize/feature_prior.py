@@ -23,6 +23,11 @@ feature Potts CRF, :mod:`graphssl.inference.optimize.feature_potts`) -- whose pr
   ``C = diag(1 on labels, rho elsewhere)`` (``C = I``, ``Y_U = 0`` is plain LGC); an isolated
   node's row is ``h_i``.
 
+* **harmonic mixture** (Zhu & Lafferty 2005): the same dongle energy, restricted to the
+  mixture's form ``f_U = R_U lambda`` (``R`` the responsibilities ``p(m | x_i)``): lambda
+  minimises ``E(f) + sum_{i in U} (eta / (1 - eta)) d_i ||f_i - h_i||^2``, the harmonic
+  energy of the graph with Zhu et al.'s dongles (:func:`harmonic_mixture_with_prior`).
+
 The weight (``eta``, ``rho``) is chosen from the labelled nodes alone
 (:func:`choose_prior_weight`): K-fold cross-validation over the labelled nodes with the feature
 model's own folds (a held-out node's ``h_i`` is its out-of-fold prediction), scored by the
@@ -56,6 +61,9 @@ __all__ = [
     "harmonic_with_prior",
     "lgc_with_prior",
     "choose_prior_weight",
+    "fit_harmonic_with_prior",
+    "harmonic_mixture_with_prior",
+    "harmonic_mixture_prior_solver",
     "DEFAULT_ETA_GRID",
     "DEFAULT_RHO_GRID",
 ]
@@ -207,3 +215,97 @@ def choose_prior_weight(solve, labels, prior: FeaturePrior, grid):
             scores[g] += np.sum(np.log(np.maximum(f[held, labels[held]], 1e-12)))
     best = int(np.flatnonzero(scores >= scores.max() - 1e-9).max())
     return float(grid[best]), scores
+
+
+def fit_harmonic_with_prior(graph, labels, prior: FeaturePrior, *, n_classes: int,
+                            eta="cv", grid=DEFAULT_ETA_GRID, method: str = "auto",
+                            tol: float = 1e-5, normalize_graph: bool = False):
+    """:func:`harmonic_with_prior` with ``eta`` given or (``"cv"``) chosen by
+    :func:`choose_prior_weight` over ``grid``. Returns ``(f float64[n, C], eta, scores or
+    None)``."""
+    def solve(known, h, weight):
+        return harmonic_with_prior(graph, known, h, weight, n_classes=n_classes, method=method,
+                                   tol=tol, normalize_graph=normalize_graph)
+
+    scores = None
+    if isinstance(eta, str):
+        if eta != "cv":
+            raise ValueError(f"eta: use 'cv' or a number in (0, 1], got {eta!r}")
+        eta, scores = choose_prior_weight(solve, labels, prior, grid)
+    return solve(labels, prior.probs, float(eta)), float(eta), scores
+
+
+def harmonic_mixture_with_prior(graph, labels, responsibilities, prior, eta: float, *,
+                                n_classes: int | None = None):
+    """lambda of a harmonic mixture (Zhu & Lafferty 2005, Eqs. 3-6 at alpha = 0) with the
+    dongle energy of Zhu, Ghahramani & Lafferty (2003, Sec. 5) added:
+
+        min_lambda  f^T Delta f + sum_{i in U} c d_i ||f_i - h_i||^2,
+        f_L = labels, f_U = R_U lambda, rows of lambda on the simplex, c = eta / (1 - eta),
+
+    (a dongle of weight ``c d_i`` gives node i the transition probability ``eta`` to its
+    prior) i.e. the backbone problem of
+    :func:`~graphssl.inference.optimize.harmonic_lambda.solve_lambda` with
+    ``A = R_U^T (Delta_UU + c D_U) R_U`` and ``b = R_U^T Delta_UL f_L - c R_U^T D_U h_U``.
+
+    Args:
+      graph: Graph or scipy sparse weights (symmetric); ``Delta = D - W``.
+      labels: ``int[n]``, -1 for unlabelled.
+      responsibilities: ``R``, float[n, M] (``p(m | x_i)``).
+      prior: ``h``, float[n, C]; eta: in (0, 1).
+
+    Returns ``(f float64[n, C] (labelled rows one-hot, the others R lambda), lambda [M, C],
+    LambdaInfo)``.
+    """
+    return harmonic_mixture_prior_solver(graph, responsibilities, n_classes)(
+        labels, prior, eta, full=True)
+
+
+def harmonic_mixture_prior_solver(graph, responsibilities, n_classes: int | None = None):
+    """``solve(labels, h, eta, full=False)`` of :func:`harmonic_mixture_with_prior` that keeps
+    the backbone terms of the last ``labels`` (a cross-validation solves every ``eta`` of a
+    fold on one backbone); returns ``f``, or ``(f, lambda, info)`` with ``full``."""
+    from graphssl.inference.optimize.harmonic_lambda import solve_lambda
+
+    W = _adjacency(graph)
+    n = W.shape[0]
+    R = np.asarray(responsibilities, dtype=np.float64)
+    if R.ndim != 2 or R.shape[0] != n:
+        raise ValueError(f"responsibilities: expected float[{n}, M], got shape {R.shape}")
+    degrees = np.asarray(W.sum(axis=1)).ravel()
+    lap = (sp.diags(degrees) - W).tocsr()
+    cache = {}
+
+    def terms(labels):
+        key = labels.tobytes()
+        if key not in cache:
+            cache.clear()
+            lab, unl = np.flatnonzero(labels >= 0), np.flatnonzero(labels < 0)
+            R_U = R[unl]
+            A = R_U.T @ np.asarray(lap[unl][:, unl] @ R_U)  # the backbone's Delta_UU block
+            B = np.asarray(lap[unl][:, lab].T @ R_U).T  # R_U^T Delta_UL, [M, l]
+            P = R_U.T @ (degrees[unl, None] * R_U)  # R_U^T D_U R_U
+            cache[key] = (lab, unl, A, B, P)
+        return cache[key]
+
+    def solve(labels, prior, eta, full=False):
+        if not 0.0 < float(eta) < 1.0:
+            raise ValueError(f"eta: the dongle's transition probability must lie in (0, 1), "
+                             f"got {eta}")
+        labels = np.asarray(labels, dtype=np.int64)
+        C = int(labels.max()) + 1 if n_classes is None else int(n_classes)
+        h = _check_prior(prior, n, C)
+        lab, unl, A, B, P = terms(labels)
+        c = float(eta) / (1.0 - float(eta))
+        F = np.eye(C)[labels[lab]]
+        linear = -c * R[unl].T @ (degrees[unl, None] * h[unl])  # [M, C]
+        # solve_lambda reads b = B F: the prior's linear term enters as C extra columns of B
+        # with identity rows in F (alpha = 0: F is read through B F only)
+        lam, info = solve_lambda(0.5 * ((A + c * P) + (A + c * P).T), np.hstack([B, linear]),
+                                 np.vstack([F, np.eye(C)]))
+        f = np.clip(R @ lam, 0.0, None)
+        f[lab] = F
+        f = f / np.maximum(f.sum(axis=1, keepdims=True), 1e-300)
+        return (f, lam, info) if full else f
+
+    return solve
