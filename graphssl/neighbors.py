@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from graphssl._distances import (  # noqa: F401 - _squared_norms is used by graphssl.graph
-    _blocked_knn,
     _brute_force_knn,
     _drop_self,
     _exact_distances,
@@ -21,6 +20,7 @@ from graphssl.neighbors_approximate import (
     _projected_knn,
     faiss_gpu_available,
 )
+from graphssl.neighbors_blocked import blocked_knn
 from graphssl.validation import check_features, check_k
 
 __all__ = [
@@ -89,6 +89,7 @@ def exact_knn_traced(X, k: int, n_blocks: int, rows: int, group: int = _GEMM_GRO
     import jax.numpy as jnp
 
     n, d = X.shape
+    X = X - jnp.mean(X, axis=0)  # centred: the float32 scores keep their digits far from 0
     norms = jnp.sum(X * X, axis=1)
     pad = (-n) % group
     column_norms = jnp.concatenate([norms, jnp.full((pad,), jnp.inf, X.dtype)])
@@ -159,7 +160,7 @@ def _gemm_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     n = X.shape[0]
     m = min(n, k + 1 + _GEMM_SLACK)
     block = max(1, min(_GEMM_BLOCK, n, 2**27 // n))  # score block <= 2^27 floats (512 MB)
-    X32 = np.asarray(X, dtype=np.float32)
+    X32 = np.asarray(X - X.mean(axis=0), dtype=np.float32)  # centred (see exact_knn_traced)
     pad = (-n) % block
     queries = np.concatenate([X32, np.zeros((pad, X32.shape[1]), np.float32)]) if pad else X32
     candidates = np.asarray(_gemm_candidates(X32, queries, m, block, _GEMM_GROUP))
@@ -184,15 +185,18 @@ def auto_method(n: int, d: int) -> str:
     and on a CPU up to n = 30,000, else ``"gemm"``; above 200,000, ``"faiss"`` (HNSW,
     exact re-rank) when faiss is installed (``"faiss_ivf"`` on the GPU when faiss is a GPU
     build that sees one), else ``"nndescent"`` when pynndescent is, else the exact search
-    with a warning that names the ``scale`` extra. Measured on 2 CPU cores (d = 32, a fresh
-    process per search, CPU seconds, which the shared machine's load inflates least):
-    ``"blocked"`` compiles nothing, ``"gemm"`` compiles once per shape (or reads the
-    persistent cache, :mod:`graphssl.config`), then does the same products and top-k in
-    XLA at less cost per point: n = 10^4: 0.31 s against 0.61 s (compiling) / 0.40 s
-    (cached); 2*10^4: 1.13 against 1.28 / 1.23 s; 4*10^4: 3.90 against 3.76 / 3.45 s;
-    10^5: 27.7 s against ~10 s. At n = 10^5 the exact gemm search still costs less than
-    faiss HNSW (d = 64 Gaussian clusters: 12.0 s against 23.8 s, recall 0.965; SecStr,
-    n = 83,679: 7.1 s against 14.6 s, recall 0.9999, benchmarks/bench_knn_scale.py), at
+    with a warning that names the ``scale`` extra. Measured on 2 CPU cores (d = 32, CPU
+    seconds, which the shared machine's load inflates least): ``"blocked"`` compiles
+    nothing, ``"gemm"`` compiles once per shape (or reads the persistent cache,
+    :mod:`graphssl.config`), then does the products and top-k in XLA at less cost per pair.
+    A fresh process per search, 10 Gaussian clusters: n = 10^4, ``"blocked"`` 0.18-0.23 s
+    (without its tree 0.31 s) against 0.61 s for ``"gemm"`` compiling and 0.40 s cached;
+    n = 10^5, 7.5 s against ~10 s. Uniform points (nothing to prune): n = 10^4, 0.34-0.41 s;
+    the search without the tree costs 1.13 s against 1.28 s at 2*10^4, 3.90 s against 3.45 s
+    at 4*10^4 and 27.7 s against ~10 s at 10^5, hence the limit for points of unknown
+    structure. At n = 10^5 the exact gemm search still costs less than faiss HNSW (d = 64
+    Gaussian clusters: 12.0 s against 23.8 s, recall 0.965; SecStr, n = 83,679: 7.1 s
+    against 14.6 s, recall 0.9999, benchmarks/bench_knn_scale.py), at
     n = 10^6 the exact search costs 1279 s (extrapolated from 10^4 queries).
     """
     if d <= _KDTREE_MAX_DIM:
@@ -233,9 +237,10 @@ def knn_search(
       X: float[n, d] features.
       k: neighbours per point, ``1 <= k < n``.
       method: ``"brute"`` (exact: scikit-learn's chunked float64 brute force; memory
-        O(chunk x n), never n x n), ``"blocked"`` (exact: float32 products over blocks of
-        128 query rows on the host, threads over blocks, candidates re-ranked in float64;
-        nothing to compile, see :func:`graphssl._distances._blocked_knn`), ``"gemm"``
+        O(chunk x n), never n x n), ``"blocked"`` (exact, on the host, nothing to compile:
+        leaves of 128 points from median splits, leaves that cannot hold a neighbour skipped
+        by the triangle inequality, float32 products against the others, candidates
+        re-ranked in float64; :mod:`graphssl.neighbors_blocked`), ``"gemm"``
         (exact: float32 matrix products + top-k in JAX on the default device, candidates
         re-ranked in float64; usps_full on 2 CPU cores: 0.28 s against 0.44 s for ``"brute"``,
         Digit1 (n = 1500): 0.040 s against 0.017 s; the first call of a shape also compiles,
@@ -269,7 +274,7 @@ def knn_search(
     if method == "brute":
         return _brute_force_knn(X64, k)
     if method == "blocked":
-        return _blocked_knn(X64, k)
+        return blocked_knn(X64, k)
     if method == "gemm":
         return _gemm_knn(X64, k)
     if method == "kdtree":

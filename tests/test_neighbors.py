@@ -77,6 +77,33 @@ def test_blocked_search_is_exact(points, exact):
     np.testing.assert_array_equal(np.sort(indices, axis=1), others)  # k = n - 1: all others
 
 
+@pytest.mark.parametrize("method", ["blocked", "gemm"])
+@pytest.mark.parametrize("shape", ["far_from_origin", "uniform"])
+def test_float32_searches_are_exact_without_structure_or_near_the_origin(shape, method):
+    """Uniform points (the tree prunes little) and points far from the origin with a small
+    spread (float32 scores of uncentred points lost the neighbours' order: "gemm" had 10^-2
+    distance errors at 1000 + 0.01 U(0, 1))."""
+    from scipy.spatial.distance import cdist
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(size=(700, 20))
+    if shape == "far_from_origin":
+        X = 1000.0 + 0.01 * X
+    distances = cdist(X, X)
+    np.fill_diagonal(distances, np.inf)
+    indices, found = knn_search(X, 6, method=method)
+    np.testing.assert_array_equal(indices, np.argsort(distances, axis=1, kind="stable")[:, :6])
+    np.testing.assert_allclose(found, np.sort(distances, axis=1)[:, :6], rtol=1e-10)
+
+
+def test_leaf_order_is_a_partition_into_small_leaves(points):
+    from graphssl.neighbors_blocked import leaf_order
+
+    order, bounds = leaf_order(points.astype(np.float32), leaf=100)
+    np.testing.assert_array_equal(np.sort(order), np.arange(len(points)))
+    assert bounds[0] == 0 and bounds[-1] == len(points) and np.all(np.diff(bounds) <= 100)
+
+
 def test_auto_method_thresholds(monkeypatch):
     assert auto_method(10**6, 3) == "kdtree"
     assert auto_method(1000, 64) == "blocked"
