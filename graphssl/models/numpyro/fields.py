@@ -10,7 +10,7 @@ whose **unnormalised** log density is minus a library model's energy:
 ``Z(beta, W, theta)``; for the Boltzmann field ``Z(A, class_bias)``) and on nothing else.
 Clamped nodes are *observations of the field* (their labels are part of ``y``), so the
 normaliser of the program's joint is the unclamped ``Z``: that is the ``Z`` the exchange
-move of :mod:`graphssl.inference.mcmc.numpyro_gibbs` estimates. While the field's parameters
+move of :mod:`graphssl.inference.mcmc.numpyro_exchange` cancels. While the field's parameters
 are constants of the program, ``-log Z`` is a constant of the log joint and the program's
 density is exact up to it; a parameter that is itself a random site changes ``Z`` and must
 not be sampled by NUTS from this density (the block kernels refuse it, see there).
