@@ -7,9 +7,10 @@ from __future__ import annotations
 import dataclasses
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
+
+from graphssl._device import to_device
 
 __all__ = ["Graph"]
 
@@ -71,9 +72,9 @@ class Graph:
         if dtype is not None:
             weights = weights.astype(dtype)
         return cls(
-            senders=jnp.asarray(rows[keep], dtype=jnp.int32),
-            receivers=jnp.asarray(matrix.indices[keep], dtype=jnp.int32),
-            weights=jnp.asarray(weights),
+            senders=to_device(rows[keep], np.int32),  # host-side: nothing compiled
+            receivers=to_device(matrix.indices[keep], np.int32),
+            weights=to_device(weights),
             n_nodes=int(matrix.shape[0]),
         )
 
@@ -117,7 +118,7 @@ class Graph:
         weight = np.zeros((self.n_nodes, d_max), dtype=np.asarray(self.weights).dtype)
         index[senders, slot] = np.asarray(self.receivers)
         weight[senders, slot] = np.asarray(self.weights)
-        return jnp.asarray(index), jnp.asarray(weight)
+        return to_device(index), to_device(weight)
 
 
 jax.tree_util.register_dataclass(

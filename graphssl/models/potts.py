@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from graphssl._device import to_device
 from graphssl.graph import Graph
 from graphssl.models.protocol import PairwiseTables, pairwise_energy
 
@@ -104,7 +105,7 @@ class PottsModel:
             raise ValueError("observed: an observed node has label -1; give its label")
         if field is None:
             field = np.zeros((n, n_classes))
-        field = jnp.asarray(field, dtype=graph.weights.dtype)
+        field = to_device(field, graph.weights.dtype)  # host-side: nothing compiled
         if field.shape != (n, n_classes):
             raise ValueError(f"field: expected shape ({n}, {n_classes}), got {field.shape}")
         graph, directed_weight = _symmetric(graph, asymmetric)
@@ -113,10 +114,10 @@ class PottsModel:
             directed_weight = _in_slots(directed_weight, graph)
         return cls(
             graph=graph,
-            beta=jnp.asarray(beta, dtype=graph.weights.dtype),
+            beta=to_device(beta, graph.weights.dtype),
             field=field,
-            observed=jnp.asarray(observed),
-            labels=jnp.asarray(np.maximum(labels, 0), dtype=jnp.int32),
+            observed=to_device(observed),
+            labels=to_device(np.maximum(labels, 0), np.int32),
             neighbor_index=index,
             neighbor_weight=weight,
             n_classes=int(n_classes),
@@ -135,9 +136,10 @@ class PottsModel:
         directed W (mean field only). Energy, conditionals and Swendsen–Wang bonds all derive
         from it; a subclass changes the law by overriding this method alone.
         """
-        directed = None if self.directed_weight is None else self.beta * self.directed_weight
-        return PairwiseTables(self.neighbor_index, self.beta * self.neighbor_weight,
-                              self.beta * self.field, directed, self.bond_slots)
+        directed = None if self.directed_weight is None else _scaled(self.beta,
+                                                                      self.directed_weight)
+        return PairwiseTables(self.neighbor_index, _scaled(self.beta, self.neighbor_weight),
+                              _scaled(self.beta, self.field), directed, self.bond_slots)
 
     def energy(self, labels: jax.Array) -> jax.Array:
         """``beta H(s)`` of Eq. 11 (pairs i < j), ``+inf`` if a clamped node is off its label:
@@ -184,6 +186,14 @@ class PottsModel:
         return dataclasses.replace(self, beta=jnp.asarray(beta, dtype=self.beta.dtype))
 
 
+def _scaled(beta, table) -> jax.Array:
+    """``beta * table``: on the host for concrete arrays (the same IEEE products; run eagerly
+    in JAX, each product is compiled for every new shape), in JAX for traced ones."""
+    if isinstance(beta, jax.core.Tracer) or isinstance(table, jax.core.Tracer):
+        return beta * table
+    return to_device(np.asarray(beta) * np.asarray(table))
+
+
 def _symmetric(graph: Graph, asymmetric: str) -> tuple[Graph, Graph | None]:
     """``(symmetric graph, directed graph or None)`` following ``asymmetric``."""
     if graph.is_symmetric():
@@ -199,7 +209,7 @@ def _symmetric(graph: Graph, asymmetric: str) -> tuple[Graph, Graph | None]:
     from graphssl.graph import symmetrize
 
     sym = symmetrize(graph, "mean")
-    sym = dataclasses.replace(sym, weights=jnp.asarray(sym.weights, graph.weights.dtype))
+    sym = dataclasses.replace(sym, weights=to_device(sym.weights, graph.weights.dtype))
     return sym, graph
 
 
@@ -234,7 +244,7 @@ def _in_slots(graph: Graph, table_graph: Graph) -> jax.Array:
     rows = np.repeat(np.arange(n), d)
     values = np.asarray(W[rows, index.reshape(-1)]).reshape(n, d)
     values[index == np.arange(n)[:, None]] = 0.0
-    return jnp.asarray(values.astype(np.asarray(graph.weights).dtype))
+    return to_device(values, np.asarray(graph.weights).dtype)
 
 
 def _link_isolated(X, k, graph, method, knn_search, sigma_kth_neighbor) -> Graph:

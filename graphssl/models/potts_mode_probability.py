@@ -153,12 +153,21 @@ def log_mode_probability(log_marginals, labels=None):
     """``ln Gamma = sum_i ln phi_i(y_i)`` (Eq. 21) from log-marginals ``[n, q]``.
 
     ``y_i`` is the per-node mode (Eq. 17) unless ``labels`` is given. Hard-clamped
-    nodes (one-hot, ``ln phi = 0`` at the label) contribute zero.
+    nodes (one-hot, ``ln phi = 0`` at the label) contribute zero. Concrete arrays are
+    summed on the host (a NumPy float64: run eagerly in JAX, each primitive compiled for
+    every new shape); traced ones in JAX.
     """
+    import jax
     import jax.numpy as jnp
 
-    log_marginals = jnp.asarray(log_marginals)
+    if isinstance(log_marginals, jax.core.Tracer) or isinstance(labels, jax.core.Tracer):
+        log_marginals = jnp.asarray(log_marginals)
+        if labels is None:
+            return jnp.sum(jnp.max(log_marginals, axis=-1))
+        labels = jnp.asarray(labels)
+        return jnp.sum(jnp.take_along_axis(log_marginals, labels[:, None], axis=-1))
+    log_marginals = np.asarray(log_marginals, dtype=np.float64)
     if labels is None:
-        return jnp.sum(jnp.max(log_marginals, axis=-1))
-    labels = jnp.asarray(labels)
-    return jnp.sum(jnp.take_along_axis(log_marginals, labels[:, None], axis=-1))
+        return np.sum(np.max(log_marginals, axis=-1))
+    labels = np.asarray(labels)
+    return np.sum(np.take_along_axis(log_marginals, labels[:, None], axis=-1))

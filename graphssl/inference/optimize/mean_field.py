@@ -49,7 +49,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from graphssl._device import to_device
 from graphssl.inference.optimize.mean_field_sweeps import (
     _color_ranges,
     _log_softmax_clamped,
@@ -152,23 +154,28 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
     """
     options = MeanFieldOptions() if options is None else options
     _check_options(options)
-    unary = jnp.asarray(unary)
+    # inputs made on the host and moved by device_put (jnp.zeros / asarray / one_hot run
+    # eagerly compile one program per primitive and new shape)
+    unary = to_device(unary)
     n, q = unary.shape
     dtype = unary.dtype
-    clamped = jnp.zeros(n, bool) if clamped is None else jnp.asarray(clamped, bool)
-    clamp_labels = jnp.zeros(n, jnp.int32) if clamp_labels is None else jnp.asarray(clamp_labels)
-    clamp_onehot = jax.nn.one_hot(clamp_labels, q, dtype=dtype)
-    fields0 = jnp.zeros((n, q), dtype) if init_fields is None else jnp.asarray(init_fields, dtype)
+    clamped = to_device(np.zeros(n, bool) if clamped is None else clamped, bool)
+    clamp_labels = to_device(np.zeros(n, np.int32) if clamp_labels is None else clamp_labels)
+    if _concrete(clamp_labels):  # jax.nn.one_hot: a zero row outside 0..q-1
+        clamp_onehot = to_device(np.asarray(clamp_labels)[:, None] == np.arange(q), dtype)
+    else:
+        clamp_onehot = jax.nn.one_hot(clamp_labels, q, dtype=dtype)
+    fields0 = to_device(np.zeros((n, q)) if init_fields is None else init_fields, dtype)
     if fields0.shape != (n, q):
         raise ValueError(f"init: expected fields of shape ({n}, {q}), got {fields0.shape}")
-    neighbor_weight = jnp.asarray(neighbor_weight, dtype)
+    neighbor_weight = to_device(neighbor_weight, dtype)
     arrays = (unary, neighbor_index, neighbor_weight, clamped, clamp_onehot, fields0)
     rank = None
     if options.reorder:
         arrays, rank = _renumber(arrays, locality_order(neighbor_index))
-    tol = jnp.asarray(options.tol, dtype)
+    tol = to_device(options.tol, dtype)
     if options.order == "parallel":
-        fields, t, res = _solve_parallel(*arrays, jnp.asarray(options.damping, dtype), tol,
+        fields, t, res = _solve_parallel(*arrays, to_device(options.damping, dtype), tol,
                                          int(options.max_iter))
     elif options.order == "chromatic":
         perm, bounds = _color_ranges(neighbor_index, colors, n)
@@ -178,9 +185,31 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
         fields, t, res = _solve_sequential(*arrays, tol, int(options.max_iter))
     if rank is not None:
         fields = fields[jnp.asarray(rank)]
-    log_phi = _log_softmax_clamped(fields, clamped, clamp_onehot)
-    solution = MeanFieldSolution(jnp.exp(log_phi), log_phi, fields)
-    return solution, MeanFieldInfo(iterations=t, residual=res, converged=res < tol)
+    if not _concrete(fields, res):
+        log_phi = _log_softmax_clamped(fields, clamped, clamp_onehot)
+        solution = MeanFieldSolution(jnp.exp(log_phi), log_phi, fields)
+        return solution, MeanFieldInfo(iterations=t, residual=res, converged=res < tol)
+    log_phi = _log_softmax_clamped_host(np.asarray(fields), np.asarray(clamped),
+                                        np.asarray(clamp_onehot))
+    solution = MeanFieldSolution(to_device(np.exp(log_phi)), to_device(log_phi), fields)
+    converged = to_device(np.asarray(res) < np.asarray(tol))
+    return solution, MeanFieldInfo(iterations=t, residual=res, converged=converged)
+
+
+def _concrete(*arrays) -> bool:
+    """Whether no array is traced: the glue around the compiled sweeps then runs in NumPy
+    (run eagerly in JAX, each primitive is compiled for every new shape: a PottsClassifier
+    fit in a new process paid 26 such compilations here)."""
+    return not any(isinstance(a, jax.core.Tracer) for a in arrays)
+
+
+def _log_softmax_clamped_host(fields, clamped, clamp_onehot):
+    """NumPy's :func:`_log_softmax_clamped`: ln phi = h - ln Z (Eq. 15), ln(one-hot) on
+    clamped rows."""
+    top = np.max(fields, axis=-1, keepdims=True)
+    log_z = top + np.log(np.sum(np.exp(fields - top), axis=-1, keepdims=True))
+    with np.errstate(divide="ignore"):
+        return np.where(clamped[:, None], np.log(clamp_onehot), fields - log_z)
 
 
 COUPLINGS = ("directed", "symmetric")
@@ -257,6 +286,9 @@ def mean_field_labels(solution: MeanFieldSolution, unary=None, *, rtol: float | 
     Returns:
       int32[n].
     """
+    if _concrete(solution.fields, solution.log_marginals, unary):
+        return to_device(_labels_host(np.asarray(solution.fields),
+                                      np.asarray(solution.log_marginals), unary, rtol))
     fields = jnp.asarray(solution.fields)
     log_phi = jnp.asarray(solution.log_marginals)
     if unary is None:
@@ -268,3 +300,15 @@ def mean_field_labels(solution: MeanFieldSolution, unary=None, *, rtol: float | 
     near = log_phi >= best - rtol * jnp.maximum(scale, 1.0)
     score = jnp.where(near, jnp.asarray(unary, fields.dtype), -jnp.inf)
     return jnp.argmax(score, axis=-1).astype(jnp.int32)
+
+
+def _labels_host(fields, log_phi, unary, rtol):
+    """NumPy's :func:`mean_field_labels` (the same arithmetic, in the arrays' dtype)."""
+    if unary is None:
+        return np.argmax(log_phi, axis=-1).astype(np.int32)
+    rtol = 64 * np.finfo(fields.dtype).eps if rtol is None else rtol
+    scale = np.max(np.abs(fields), axis=-1, keepdims=True)
+    best = np.max(log_phi, axis=-1, keepdims=True)
+    near = log_phi >= best - rtol * np.maximum(scale, 1.0)
+    score = np.where(near, np.asarray(unary, fields.dtype), -np.inf)
+    return np.argmax(score, axis=-1).astype(np.int32)
