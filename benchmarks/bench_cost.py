@@ -26,8 +26,9 @@ folder, then P again on the warm folder; reports exit codes, cache warnings and 
 JAX's unlocked cache does with concurrent writers and readers).
 
 Rows are merged into ``benchmarks/results/bench_cost[_TAG].json`` by (model, n, state), so
-the long 10^6 fits can run in separate invocations (``--n 1000000 --models ...``); the file
-is written atomically after every fit. Usage::
+the long 10^6 fits can run in separate invocations (``--n 1000000 --tag 1e6``, then
+``--merge 1e6 --report`` takes their rows into the main file); the file is written
+atomically after every fit. Usage::
 
     python benchmarks/bench_cost.py [--n 1000 10000 100000] [--models ...]
         [--states cold warm off] [--repeats 1] [--timeout 1800] [--tag TAG]
@@ -135,7 +136,7 @@ def _compile_counter() -> dict:
 
 
 def run(spec: dict, env: dict, timeout: float) -> dict:
-    cmd = ["nice", "-n", "10", sys.executable, __file__, "--worker", json.dumps(spec)]
+    cmd = [sys.executable, __file__, "--worker", json.dumps(spec)]
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
@@ -211,7 +212,7 @@ def concurrency(args, path: pathlib.Path, payload: dict) -> None:
     record = {"processes": args.concurrency, "n": n, "model": model}
     with tempfile.TemporaryDirectory(prefix="graphssl_cache_") as folder:
         for phase in ("cold", "warm"):
-            cmd = ["nice", "-n", "10", sys.executable, __file__, "--worker",
+            cmd = [sys.executable, __file__, "--worker",
                    json.dumps({"model": model, "n": n})]
             env = {**os.environ, "GRAPHSSL_JAX_CACHE": folder}
             procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -279,6 +280,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--concurrency", type=int, default=0)
     parser.add_argument("--report", action="store_true", help="print the stored table only")
+    parser.add_argument("--merge", nargs="+", default=[], metavar="TAG",
+                        help="first take the rows of bench_cost_TAG.json (runs made apart)")
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
     if args.worker:
@@ -286,6 +289,10 @@ def main() -> None:
         return
     path = RESULTS / f"bench_cost{'_' + args.tag if args.tag else ''}.json"
     payload = load(path)
+    for tag in args.merge:
+        rows = keyed(payload["rows"])
+        rows.update(keyed(load(RESULTS / f"bench_cost_{tag}.json")["rows"]))
+        payload["rows"] = list(rows.values())
     payload["meta"] = {"device": f"{platform.machine()}, {os.cpu_count()} cores",
                        "python": platform.python_version(), "d": 32, "clusters": 10,
                        "label_rate": 0.01, "time": "CPU seconds of fit (user + system)"}

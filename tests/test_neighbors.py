@@ -142,3 +142,17 @@ def test_missing_optional_back_end_names_the_extra(monkeypatch, points):
     for method in ("faiss", "faiss_ivf", "nndescent"):
         with pytest.raises(ImportError, match=r"pip install 'graphssl\[scale\]'"):
             knn_search(points[:50], 3, method=method)
+
+
+def test_knn_graph_reuses_a_search(points):
+    """Two graphs of the same points from one search (``neighbors=``) equal searched ones."""
+    from graphssl.graph import knn_graph
+
+    X = points[:300]
+    found = knn_search(X, 6)
+    for mode in ("min", "max"):
+        searched = knn_graph(X, 6, symmetrize=mode, sigma="kth_over_3").to_scipy()
+        reused = knn_graph(X, 6, symmetrize=mode, sigma="kth_over_3", neighbors=found)
+        assert (searched != reused.to_scipy()).nnz == 0
+    with pytest.raises(ValueError, match="neighbors"):
+        knn_graph(X, 6, neighbors=(found[0][:10], found[1]))

@@ -48,6 +48,7 @@ def knn_graph(
     method: str = "auto",
     on_duplicates: str = "ignore",
     seed: int = 0,
+    neighbors=None,
 ) -> Graph:
     """k-nearest-neighbour graph.
 
@@ -63,8 +64,18 @@ def knn_graph(
       method: neighbour search, see :func:`knn_search`.
       on_duplicates: ``"ignore"`` (default: duplicate points are neighbours at distance 0,
         Gaussian weight 1, a legitimate affinity) or ``"raise"`` (refuse them).
+      neighbors: ``(indices, distances)`` of ``knn_search(X, k, ...)`` already computed (then
+        ``method`` and ``seed`` are unused): two graphs of the same points, such as the
+        mutual and the union kNN graph, need one search.
     """
-    indices, distances = knn_search(X, k, method=method, seed=seed)
+    if neighbors is None:
+        indices, distances = knn_search(X, k, method=method, seed=seed)
+    else:
+        indices, distances = (np.asarray(a) for a in neighbors)
+        if indices.shape != distances.shape or indices.shape[0] != np.shape(X)[0]:
+            raise ValueError(
+                f"neighbors: expected (indices, distances) of shape ({np.shape(X)[0]}, k) each, "
+                f"got {indices.shape} and {distances.shape}; pass knn_search(X, k)")
     _check_duplicates(distances, on_duplicates)
     n = indices.shape[0]
     rows = np.repeat(np.arange(n), indices.shape[1])
