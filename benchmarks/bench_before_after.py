@@ -251,6 +251,13 @@ def run_worker(case, tree, repeats, sweeps, timeout):
     return json.loads(lines[-1][len("RESULT "):])
 
 
+def _commit(tree):
+    """The checked-out commit of ``tree`` (None outside git)."""
+    done = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before")
@@ -293,7 +300,7 @@ def main():
             f"{row['after_over_before']:.3f} |")
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"bench_before_after{'_' + args.tag if args.tag else ''}.json"
-    meta = {"before": os.path.basename(os.path.normpath(args.before)),
+    meta = {"before_commit": _commit(args.before), "after_commit": _commit(args.after),
             "rounds": args.rounds, "repeats": args.repeats, "sweeps": args.sweeps,
             "python": sys.version.split()[0], "cpu_count": os.cpu_count(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
