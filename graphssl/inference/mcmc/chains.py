@@ -45,10 +45,8 @@ class Samples(NamedTuple):
       labels: ``int8/int16[chains, draws, n]`` retained labels (after burn-in, every ``thin``).
       energy: ``float[chains, draws]`` energy of each retained state.
       stats: ``dict[str, [chains, draws]]`` move statistics: the fields of the kernel's
-        ``info`` NamedTuple by name (:func:`~graphssl.inference.mcmc.kernels.info_dict`); with
-        ``thin > 1`` the mean over the ``thin`` steps leading to the draw. A dict (not the
-        info type) so that runs, resumed runs and checkpoints read back from disk give the
-        same object.
+        ``info`` by name (:func:`~graphssl.inference.mcmc.kernels.info_dict`, as stored in
+        checkpoints); with ``thin > 1`` the mean over the ``thin`` steps before the draw.
       final_state: batched kernel state after the last step (leading axis = chains).
       map_labels: ``int32[n]`` lowest-energy retained draw (or start) over all chains.
       map_energy: its energy.
@@ -356,9 +354,7 @@ def _assemble(outputs, carry, chain_keys, n_steps, burn_in, thin, model, resume,
     if outputs:
         labels = jnp.concatenate([o[0] for o in outputs], axis=1)
         energy = jnp.concatenate([o[1] for o in outputs], axis=1)
-        stats = jax.tree_util.tree_map(
-            lambda *v: jnp.concatenate(v, axis=1), *[o[2] for o in outputs]
-        )
+        stats = {k: jnp.concatenate([o[2][k] for o in outputs], axis=1) for k in outputs[0][2]}
     else:
         labels = jnp.zeros((n_chains, 0, model.n_nodes), dtype)
         energy = jnp.zeros((n_chains, 0), carry[1].dtype)
@@ -366,13 +362,8 @@ def _assemble(outputs, carry, chain_keys, n_steps, burn_in, thin, model, resume,
     if resume is not None and resume.labels.shape[1]:
         labels = jnp.concatenate([resume.labels, labels], axis=1)
         energy = jnp.concatenate([resume.energy, energy], axis=1)
-        stats = (
-            jax.tree_util.tree_map(
-                lambda a, b: jnp.concatenate([a, b], axis=1), resume.stats, stats
-            )
-            if stats
-            else resume.stats
-        )
+        stats = ({k: jnp.concatenate([resume.stats[k], v], axis=1) for k, v in stats.items()}
+                 if stats else resume.stats)
     state, best_e, best_y = carry
     best = jnp.argmin(best_e)
     return Samples(
