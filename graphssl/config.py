@@ -80,8 +80,14 @@ def _host_tag() -> str:
     """``jax<version>-jaxlib<version>-<machine>-<12 hex digits>``: the hash covers the CPU
     model and its instruction-set flags (``/proc/cpuinfo`` on Linux, else
     ``platform.processor()``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     import jax
-    import jaxlib
+
+    try:
+        jaxlib_version = version("jaxlib")
+    except PackageNotFoundError:
+        jaxlib_version = "unknown"
 
     cpu = platform.processor()
     try:
@@ -92,7 +98,7 @@ def _host_tag() -> str:
     except OSError:
         pass
     digest = hashlib.sha256(cpu.encode()).hexdigest()[:12]
-    return f"jax{jax.__version__}-jaxlib{jaxlib.__version__}-{platform.machine()}-{digest}"
+    return f"jax{jax.__version__}-jaxlib{jaxlib_version}-{platform.machine()}-{digest}"
 
 
 def configure_compilation_cache(
