@@ -2,63 +2,103 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
 from graphssl.estimators.base import GraphSSLClassifier
+from graphssl.estimators.feature_prior import FeaturePriorMixin
 from graphssl.graph import Graph, unreached_nodes
 from graphssl.inference.boltzmann import learning as bl
+from graphssl.inference.boltzmann import selection as bs
+from graphssl.inference.boltzmann.expectations import _kernel as chain_kernel
 from graphssl.models.boltzmann import PairGeometry, pair_geometry
 
 __all__ = ["BoltzmannMRFClassifier"]
 
 AUTO_ENUMERATION_MAX = 2**16  # method="auto": enumeration up to C^n configurations
-
+PER_FEATURE_MAX = 5_000_000  # per-feature squared differences kept up to pairs x features
 _MODELS = ("extended", "basic")
 _METHODS = ("auto",) + bl.METHODS
+_LEARNING = ("auto", "grid", "likelihood")
 
 
-class BoltzmannMRFClassifier(GraphSSLClassifier):
-    """Boltzmann-machine MRF with learned length scales, class priors and label noise.
+class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
+    """Boltzmann-machine MRF with learned coupling, length scales and label noise.
 
-    Learns Theta by gradient ascent on ``log P(O_L | X, Theta) + log p(Theta)`` from
-    ``n_restarts`` random starts (Sec. 5.2) and returns the posterior label marginals
-    ``P(y_i | O_L, X, Theta*)`` (Eq. 5) as ``label_distributions_``.
+    The model (Zhu & Ghahramani 2002, Eq. 40): ``p(O, Y) ∝ exp(sum_{i<j} A_ij [y_i = y_j]
+    + sum_i beta_{y_i} + e^gamma sum_i [o_i = y_i])`` with ``A_ij = exp(alpha_0 - sum_d
+    (x_i^d - x_j^d)^2 / e^{alpha_d})`` (Eq. 39); the label posterior ``P(y_i | O_L, X,
+    Theta)`` (Eq. 5) is ``label_distributions_``, from Swendsen-Wang chains (or exact
+    enumeration on tiny problems).
+
+    How Theta is chosen (``learning``):
+
+    * ``"grid"`` (default for sampled problems,
+      :func:`graphssl.inference.boltzmann.selection.select_coupling`): the data scale
+      ``sigma_0`` = the median distance from each point to its 10 nearest paired points (the
+      median kNN distance); ``e^{alpha_d} = 2 sigma_0^2
+      e^{offset}`` with ``offset`` in {0, -1, +1} (the mode and one standard deviation of a
+      log-normal prior on the squared length scales around the data scale), ``alpha_0`` on
+      a grid from -2 to 4 (step 0.5), ``beta = 0`` (uniform class prior: a per-class bias
+      multiplies by a class region's size), ``gamma`` from ``label_noise``.  The point is
+      chosen by the model's predictive probability of each labelled point given the others
+      (5-fold, one-standard-error rule toward the weaker coupling); couplings at which a
+      class merge lowers the free energy (the model degenerates) are refused.  It cannot
+      collapse to chance: a coupling that carries no label predicts no held-out label.
+    * ``"likelihood"`` (default under enumeration: the paper's method): gradient ascent on
+      ``log P(O_L | X, Theta) + log p(Theta)`` (Eqs. 6, 37) from ``n_restarts`` random starts
+      (Sec. 5.2), with ``prior``.
 
     Parameters:
-      model: ``"extended"`` (Eq. 40: ``alpha_0``, one length scale per feature, class biases,
-        label noise ``gamma``; observed labels may be corrected) or ``"basic"`` (Eq. 2: one
-        ``sigma``, labels clamped).
+      model: ``"extended"`` (observed labels are noisy copies of the true ones, noise rate
+        ``label_noise``; observed labels may be corrected) or ``"basic"`` (labels clamped:
+        the zero-noise limit; with ``learning="likelihood"`` the one-``sigma`` model of
+        Eq. 2).
       pairs: ``"dense"`` (fully connected, as in the paper), ``"knn"`` (the ``k`` nearest
-        neighbours, symmetrised by union) or ``"auto"`` (dense up to 200 points).
+        neighbours, symmetrised by union) or ``"auto"`` (dense when enumerating, else kNN).
       method: expectations by ``"enumeration"`` (exact, ``C^n`` configurations: tiny sets),
         ``"gibbs"``, ``"gibbs_permutation"``, ``"swendsen_wang"``, or ``"auto"``
-        (enumeration while ``C^n <= 2^16``, the unclamped phase leaving all n nodes free,
-        else Swendsen-Wang); ``method_`` records the choice.
-      prior: ``"default"`` (:class:`~graphssl.inference.boltzmann.learning.ThetaPrior` for the
-        extended model; the exponential prior of Eq. 83 with rate ``sigma_rate`` on
-        ``[0, max d_ij]`` for the basic one), ``None`` (flat, as in the paper's Sec. 5) or a
+        (enumeration while ``C^n <= 2^16``, else Swendsen-Wang); ``method_`` records it.
+      learning: ``"auto"``, ``"grid"`` or ``"likelihood"`` (above); ``learning_`` records it.
+      label_noise: the noise rate ``rho = P(o_i != y_i)`` of the grid route: ``gamma`` of
+        Eq. (40) by ``e^{e^gamma} = (C - 1)(1 - rho) / rho``, also the channel through which
+        a held-out label is scored.
+      grid: a :class:`~graphssl.inference.boltzmann.selection.GridSettings` or None.
+      prior: the likelihood route's prior: ``"default"``
+        (:class:`~graphssl.inference.boltzmann.learning.ThetaPrior`, length scales log-normal
+        around the data scale, for the extended model; the exponential prior of Eq. 83 with
+        rate ``sigma_rate`` on ``[0, max d_ij]`` for the basic one), ``None`` (flat) or a
         prior object.
-      n_restarts, max_iter, step: hill climbing (Sec. 3.1) from random starts.
-      n_chains, n_samples, burn_in: chain settings per phase and gradient step.
+      n_restarts, max_iter, step: the likelihood route's hill climbing (Sec. 3.1).
+      n_chains, n_samples, burn_in: chains of the posterior (and per gradient step).
+      features: ``"auto"`` (default): with ``fit_graph(graph, y, X=features)`` a feature model
+        (:mod:`graphssl.estimators.feature_prior`) gives every node the class prior
+        ``log h_i`` (Eq. 40's ``beta_c`` per node: ``node_field``), and a node no label
+        reaches gets ``h_i``; ``None``: no feature model.
       k, symmetrize, weight, sigma: the kNN graph of the base class, used for ``pairs="knn"``
         and for the inductive extension of ``predict(X_new)``.
       random_state: None, an int or a ``numpy.random.Generator``.
 
-    ``fit_graph(graph, y, X=features)`` learns the length scales on the given graph's edges
-    (``pairs`` is then ignored); features are required (dense).
+    ``fit_graph(graph, y, X=features)`` couples the given graph's edges (``pairs`` is then
+    ignored), with ``A_ij`` from the features' distances; sparse or high-dimensional
+    features (more than ``PER_FEATURE_MAX`` pair-feature entries) use one shared length
+    scale on the distances between unit-norm rows (sparse) or the rows as given (dense).
 
     Attributes (besides the base class's):
-      theta_: learned parameters (``ExtendedParams`` or ``BasicParams``).
-      log_length_scales_: ``alpha_d`` of Eq. 39 (extended); ``length_scales_``:
-        ``sqrt(e^{alpha_d} / 2)``, the Gaussian-kernel length scale per feature
-        (``exp(-dx^2 / (2 l^2))``); ``sigma_`` for the basic model.
-      log_likelihood_: ``log P(O_L | X, Theta*)`` (exact or the estimate of Eq. 27).
+      theta_: the parameters (``ExtendedParams``; ``BasicParams`` for the basic model's
+        likelihood route; ``gamma = inf`` for clamped labels on the grid route).
+      log_length_scales_: ``alpha_d`` of Eq. 39; ``length_scales_``: ``sqrt(e^{alpha_d} /
+        2)``, the Gaussian-kernel length scale per feature; ``sigma_`` for the basic model's
+        likelihood route.
+      grid_: the :class:`~graphssl.inference.boltzmann.selection.GridResult` (grid route).
+      log_likelihood_: ``log P(O_L | X, Theta*)`` (likelihood route: exact or Eq. 27).
       suspected_label_errors_: indices of labelled points whose posterior disagrees with
         their observed label; ``map_labels_``: the most probable joint labelling found.
-      fit_info_, restarts_: the optimiser records.
+      fit_info_, restarts_: the likelihood route's optimiser records.
     """
 
     fits_features = True  # learns from X itself: graphssl.suite calls fit(X, y)
@@ -69,6 +109,9 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         model="extended",
         pairs="auto",
         method="auto",
+        learning="auto",
+        label_noise=0.01,
+        grid=None,
         prior="default",
         sigma_rate=1.0,
         n_restarts=3,
@@ -77,6 +120,7 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         n_chains=4,
         n_samples=300,
         burn_in=50,
+        features="auto",
         random_state=0,
         k=10,
         symmetrize="max",
@@ -87,6 +131,9 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         self.model = model
         self.pairs = pairs
         self.method = method
+        self.learning = learning
+        self.label_noise = label_noise
+        self.grid = grid
         self.prior = prior
         self.sigma_rate = sigma_rate
         self.n_restarts = n_restarts
@@ -95,25 +142,42 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         self.n_chains = n_chains
         self.n_samples = n_samples
         self.burn_in = burn_in
+        self.features = features
         self.random_state = random_state
 
-    def _check(self, n: int, n_classes: int) -> tuple[str, str]:
+    # ------------------------------------------------------------------ checks
+    def _check(self, n: int, n_classes: int) -> tuple[str, str, str]:
         if self.model not in _MODELS:
             raise ValueError(f"model: got {self.model!r}; use 'extended' or 'basic'")
         if self.pairs not in ("auto", "dense", "knn"):
             raise ValueError(f"pairs: got {self.pairs!r}; use 'auto', 'dense' or 'knn'")
         if self.method not in _METHODS:
             raise ValueError(f"method: got {self.method!r}; use one of {_METHODS}")
+        if self.learning not in _LEARNING:
+            raise ValueError(f"learning: got {self.learning!r}; use one of {_LEARNING}")
         for name in ("n_restarts", "max_iter", "n_chains", "n_samples"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}: must be a positive integer")
+        if self.grid is not None and not isinstance(self.grid, bs.GridSettings):
+            raise ValueError("grid: give a graphssl.inference.boltzmann.selection.GridSettings "
+                             "or None")
         method = self.method
         if method == "auto":
             # the unclamped phase (and the extended model's clamped one) leaves all n nodes
             # free: enumeration only while C^n stays small
             method = "enumeration" if n_classes**n <= AUTO_ENUMERATION_MAX else "swendsen_wang"
-        pairs = ("dense" if n <= 200 else "knn") if self.pairs == "auto" else self.pairs
-        return method, pairs
+        learning = self.learning
+        if learning == "auto":
+            learning = "likelihood" if method == "enumeration" else "grid"
+        if learning == "grid" and method == "enumeration":
+            raise ValueError("learning: the grid route samples its folds; use "
+                             "method='swendsen_wang' or 'gibbs', or learning='likelihood'")
+        if learning == "grid":  # the noise channel must be valid for this C
+            bs.gamma_for_noise(float(self.label_noise), n_classes)
+        pairs = self.pairs
+        if pairs == "auto":
+            pairs = "dense" if method == "enumeration" else "knn"
+        return method, pairs, learning
 
     def _prior(self, problem):
         if self.prior != "default":
@@ -123,27 +187,26 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         d_max = float(np.sqrt(np.asarray(problem.geometry.sq_dist).max()))
         return bl.ExponentialSigmaPrior(rate=float(self.sigma_rate), sigma_max=d_max)
 
+    # ------------------------------------------------------------------ geometry
     def _geometry(self, graph, pairs):
         """Pairs of the model: those of the given graph (``fit_graph``), else dense or kNN."""
         X = self.X_graph_
-        if sp.issparse(X):
-            raise ValueError(
-                "X: BoltzmannMRFClassifier learns one length scale per feature and needs dense "
-                "features of moderate dimension; pass X.toarray() (or a PCA of it)"
-            )
-        X = np.asarray(X, dtype=np.float64)
         if self.X_fit_ is None:  # fit_graph: the pairs are the given graph's edges
             s, r = np.asarray(graph.senders), np.asarray(graph.receivers)
             return PairGeometry(jnp.asarray(s, jnp.int32), jnp.asarray(r, jnp.int32),
-                                jnp.asarray((X[s] - X[r]) ** 2), X.shape[0])
-        return pair_geometry(X, None if pairs == "dense" else int(self.k_))
+                                jnp.asarray(_pair_sq_diff(X, s, r)), X.shape[0])
+        return pair_geometry(np.asarray(X, dtype=np.float64),
+                             None if pairs == "dense" else int(self.k_))
 
     def _unreached_mask(self, graph, labels):
-        """Unreached along the model's pairs (dense pairs reach every node)."""
+        """Unreached along the model's pairs (dense pairs reach every node); with a feature
+        model none is: its class prior is every node's field."""
+        if getattr(self, "feature_prior_", None) is not None:
+            return np.zeros(graph.n_nodes, dtype=bool)
         return unreached_nodes(self._pair_graph, labels >= 0)
 
     def to_arviz(self, **kwargs):
-        """The chains of the label posterior at the learned Theta as an ArviZ DataTree
+        """The chains of the label posterior at the chosen Theta as an ArviZ DataTree
         (:func:`graphssl.diagnostics.to_arviz`: energy, sorted class sizes and co-assignment
         in ``posterior``, training labels in ``observed_data``); only for a sampled method
         (enumeration is exact: no chains). ``kwargs`` go to the converter."""
@@ -158,38 +221,27 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
         kwargs.setdefault("observed_labels", self._training_labels)
         return to_arviz(self.samples_, model=self._sampled_model, **kwargs)
 
+    # ------------------------------------------------------------------ the fit
+    def _chains(self) -> bl.ChainSettings:
+        return bl.ChainSettings(n_chains=int(self.n_chains), n_samples=int(self.n_samples),
+                                burn_in=int(self.burn_in))
+
     def _label_distributions(self, graph, labels, n_classes):
         n = graph.n_nodes
-        method, pairs = self._check(n, int(max(n_classes, 2)))
+        C = int(max(n_classes, 2))
+        method, pairs, learning = self._check(n, C)
+        prior = self._fit_feature_prior(labels, n_classes)
         geometry = self._geometry(graph, pairs)
         self._pair_graph = Graph(geometry.senders, geometry.receivers,
                                  jnp.ones(geometry.senders.shape[0]), n)
-        self.method_ = method
-        problem = bl.BoltzmannProblem(
-            geometry, np.asarray(labels), int(max(n_classes, 2)), self.model
-        )
-        prior = self._prior(problem)
-        chains = bl.ChainSettings(
-            n_chains=int(self.n_chains), n_samples=int(self.n_samples), burn_in=int(self.burn_in)
-        )
+        self.method_, self.learning_ = method, learning
+        problem = bl.BoltzmannProblem(geometry, np.asarray(labels), C, self.model)
         key = jax.random.key(self._seed())
         k_fit, k_post = jax.random.split(key)
-        theta, info, trials = bl.random_restarts(
-            problem,
-            k_fit,
-            int(self.n_restarts),
-            method=method,
-            prior=prior,
-            chains=chains,
-            step=float(self.step),
-            max_iter=int(self.max_iter),
-        )
-        post = bl.posterior(problem, theta, method=method, key=k_post)
-        self.theta_ = theta
-        self.fit_info_ = info
-        self.restarts_ = trials
-        self.log_likelihood_ = float(info["log_likelihood"])
-        self.n_iter_ = int(info["iterations"])
+        if learning == "grid":
+            post = self._fit_grid(problem, labels, prior, k_fit, k_post, method)
+        else:
+            post = self._fit_likelihood(problem, k_fit, k_post, method)
         self.suspected_label_errors_ = post.suspected_errors
         self._map_encoded = np.asarray(post.map_labels)  # map_labels_ set by the base
         self.samples_, self._sampled_model = post.samples, post.model  # None: enumeration
@@ -200,9 +252,63 @@ class BoltzmannMRFClassifier(GraphSSLClassifier):
             self.convergence_ = check_convergence(
                 post.samples, model=post.model, observed_labels=labels,
                 source=type(self).__name__, stacklevel=3)
+        theta = self.theta_
         if isinstance(theta, bl.BasicParams):
             self.sigma_ = float(jnp.exp(theta.log_sigma))
         else:
             self.log_length_scales_ = np.asarray(theta.log_length_scales)
             self.length_scales_ = np.sqrt(np.exp(self.log_length_scales_) / 2.0)
         return post.marginals[:, :n_classes]
+
+    def _fit_grid(self, problem, labels, prior, k_fit, k_post, method):
+        """The grid route (class docstring); sets ``theta_`` and ``grid_``."""
+        C = problem.n_classes
+        clamp = self.model == "basic"
+        gamma = bs.gamma_for_noise(float(self.label_noise), C)
+        template = problem.template()
+        if prior is not None:  # the feature model's log-probabilities as each node's prior
+            log_h = np.log(np.clip(prior.probs, 1e-12, None))
+            pad = np.full((problem.geometry.n_nodes, C), np.log(1e-12))
+            pad[:, : log_h.shape[1]] = log_h
+            template = dataclasses.replace(
+                template, node_field=jnp.asarray(pad, template.field.dtype)).with_parameters()
+        kernel = None if method == "swendsen_wang" else chain_kernel(method, template)
+        result = bs.select_coupling(problem.geometry, template, k_fit, gamma=gamma, clamp=clamp,
+                                    settings=self.grid, kernel=kernel, seed=self._seed())
+        self.grid_, self.theta_ = result, result.theta
+        self.log_likelihood_ = float("nan")
+        self.fit_info_, self.restarts_, self.n_iter_ = None, None, int(result.n_sweeps)
+        model = bs.grid_model(template, problem.geometry, result.theta, clamp)
+        return bs.grid_posterior(model, labels, k_post, method=method, chains=self._chains(),
+                                 init_labels=result.start_labels)
+
+    def _fit_likelihood(self, problem, k_fit, k_post, method):
+        """The paper's route: random restarts of the hill climbing (Sec. 3.1, 5.2)."""
+        theta, info, trials = bl.random_restarts(
+            problem, k_fit, int(self.n_restarts), method=method, prior=self._prior(problem),
+            chains=self._chains(), step=float(self.step), max_iter=int(self.max_iter))
+        self.theta_, self.grid_ = theta, None
+        self.fit_info_ = info
+        self.restarts_ = trials
+        self.log_likelihood_ = float(info["log_likelihood"])
+        self.n_iter_ = int(info["iterations"])
+        kwargs = {} if method == "enumeration" else {"key": k_post, "chains": self._chains()}
+        return bl.posterior(problem, theta, method=method, **kwargs)
+
+
+def _pair_sq_diff(X, senders, receivers) -> np.ndarray:
+    """Per-feature squared differences of the paired rows ``[E, D]``, or, for sparse or
+    high-dimensional features (``E * D > PER_FEATURE_MAX``), the squared distance as one
+    column ``[E, 1]`` (one shared length scale): between unit-norm rows when sparse."""
+    if sp.issparse(X):
+        from graphssl.models.feature_model import normalize_rows
+
+        Xn = normalize_rows(X)
+        dots = np.asarray(Xn[senders].multiply(Xn[receivers]).sum(axis=1)).ravel()
+        norms = np.asarray(Xn.multiply(Xn).sum(axis=1)).ravel()
+        d2 = np.maximum(norms[senders] + norms[receivers] - 2.0 * dots, 0.0)
+        return d2[:, None]
+    X = np.asarray(X, dtype=np.float64)
+    if senders.size * X.shape[1] > PER_FEATURE_MAX:
+        return np.sum((X[senders] - X[receivers]) ** 2, axis=1, keepdims=True)
+    return (X[senders] - X[receivers]) ** 2

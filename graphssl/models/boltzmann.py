@@ -51,6 +51,7 @@ from graphssl.models.potts import POTTS_DATA_FIELDS, PottsModel
 __all__ = [
     "BoltzmannMRF",
     "ExtendedParams",
+    "MAX_LOG_COUPLING",
     "PairGeometry",
     "basic_boltzmann",
     "basic_couplings",
@@ -121,14 +122,23 @@ def pair_geometry(X, k: int | None = None) -> PairGeometry:
 
 
 def basic_couplings(geometry: PairGeometry, sigma) -> jax.Array:
-    """``A_ij = exp(-d_ij^2 / (2 sigma^2))``, Eq. (2) of Zhu & Ghahramani."""
-    return jnp.exp(-geometry.sq_dist / (2.0 * jnp.square(sigma)))
+    """``A_ij = exp(-d_ij^2 / (2 sigma^2))``, Eq. (2) of Zhu & Ghahramani (1 for coinciding
+    points at any ``sigma``, 0 for distinct ones as ``sigma -> 0``: no ``0 / 0``)."""
+    d2 = geometry.sq_dist
+    return jnp.where(d2 > 0, jnp.exp(-d2 / (2.0 * jnp.square(sigma))), 1.0)
+
+
+MAX_LOG_COUPLING = 50.0  # A_ij <= e^50: a bond forms with probability 1 - e^{-e^50} = 1
 
 
 def length_scale_couplings(geometry: PairGeometry, alpha0, log_length_scales) -> jax.Array:
-    """``A_ij = exp(alpha_0 - sum_d (x_i^d - x_j^d)^2 / e^{alpha_d})``, Eq. (39)."""
-    scaled = geometry.sq_diff * jnp.exp(-jnp.asarray(log_length_scales))
-    return jnp.exp(alpha0 - jnp.sum(scaled, axis=-1))
+    """``A_ij = exp(alpha_0 - sum_d (x_i^d - x_j^d)^2 / e^{alpha_d})``, Eq. (39), computed in
+    log space: a zero difference contributes 0 at any length scale (no ``0 * inf``), and
+    ``log A_ij`` is capped at ``MAX_LOG_COUPLING`` (already a certain bond), so that sums of
+    couplings stay finite in float32 for any ``alpha_0``."""
+    inverse = jnp.exp(-jnp.asarray(log_length_scales))
+    scaled = jnp.where(geometry.sq_diff > 0, geometry.sq_diff * inverse, 0.0)
+    return jnp.exp(jnp.minimum(alpha0 - jnp.sum(scaled, axis=-1), MAX_LOG_COUPLING))
 
 
 # --------------------------------------------------------------------------- parameters
@@ -157,13 +167,17 @@ class BoltzmannMRF(PottsModel):
     ``energy`` is ``-(F or G)(Y)`` (Eqs. 2, 45, 46), ``+inf`` off the hard-clamped labels:
     the inherited ``PottsModel.energy``, i.e. the protocol's ``pairwise_energy``.
 
-    Extra fields: ``class_bias`` (beta_c, float[C]), ``evidence_strength`` (e^gamma),
+    Extra fields: ``class_bias`` (beta_c, float[C]), ``node_field`` (None, or a per-node
+    class prior ``float[n, C]`` added to every node's field in both phases: Eq. (40)'s
+    ``beta_c`` generalised to ``beta_ic``, e.g. a feature model's log-probabilities),
+    ``evidence_strength`` (e^gamma),
     ``noisy_observed`` (bool[n], the set L of the extended model), ``noisy_labels``
     (o_i, int32[n]) and ``edge_slot`` (int32[n, d_max]: the edge behind each entry of the
     padded neighbour table, ``E`` for padding) so that :meth:`with_parameters` stays jit-able.
     """
 
     class_bias: jax.Array = None
+    node_field: jax.Array = None
     evidence_strength: jax.Array = None
     noisy_observed: jax.Array = None
     noisy_labels: jax.Array = None
@@ -189,7 +203,10 @@ class BoltzmannMRF(PottsModel):
             m = dataclasses.replace(
                 m, evidence_strength=jnp.asarray(evidence_strength, m.field.dtype)
             )
-        return dataclasses.replace(m, field=m.class_bias[None, :] + m.evidence_field())
+        field = m.class_bias[None, :] + m.evidence_field()
+        if m.node_field is not None:
+            field = field + m.node_field
+        return dataclasses.replace(m, field=field)
 
     def unclamped(self) -> BoltzmannMRF:
         """The unclamped phase: no hard clamping and no evidence term (F of Eq. 52)."""
@@ -208,6 +225,7 @@ jax.tree_util.register_dataclass(
     data_fields=[
         *POTTS_DATA_FIELDS,
         "class_bias",
+        "node_field",
         "evidence_strength",
         "noisy_observed",
         "noisy_labels",

@@ -20,7 +20,11 @@ the posterior at learned parameters (Eq. 5):
 * ``boltzmann_expectations``: problem data, moments by exact enumeration and by chains,
   the gradient and the log-likelihood (exact Eq. 82, estimate Eq. 27);
 * ``boltzmann_optimisation``: priors, the gradient oracle, the adaptive step of Sec. 3.1,
-  optax ascent, ``fit`` and random restarts (Sec. 5.2).
+  optax ascent, ``fit`` and restarts (the data-scale start, then Sec. 5.2's random ones).
+
+The estimator's default for sampled problems is not this likelihood ascent but the grid of
+:mod:`graphssl.inference.boltzmann.selection` (coupling and length scale chosen by the
+model's predictive probability of held-out labelled points; the reasons are stated there).
 
 Symbol map: see ``graphssl.models.boltzmann``.  ``BasicParams.log_sigma = log sigma``;
 ``ExtendedParams`` = ``(alpha_0, alpha_1..D, beta_1..C, gamma)``.
@@ -55,6 +59,7 @@ from graphssl.inference.boltzmann.optimisation import (
     OracleValue,
     ThetaPrior,
     adaptive_hill_climb,
+    data_scale_params,
     fit,
     log_prior,
     optax_ascent,
@@ -76,6 +81,7 @@ __all__ = [
     "OracleValue",
     "ThetaPrior",
     "adaptive_hill_climb",
+    "data_scale_params",
     "chain_moments",
     "enumerate_moments",
     "exact_log_likelihood",

@@ -43,6 +43,7 @@ __all__ = [
     "OracleValue",
     "ThetaPrior",
     "adaptive_hill_climb",
+    "data_scale_params",
     "fit",
     "log_prior",
     "optax_ascent",
@@ -74,8 +75,14 @@ class ThetaPrior:
 
     * ``alpha_d ~ N(length_scale_mean[d], length_scale_std^2)``: a log-normal prior on the
       squared length scales ``e^{alpha_d}``; ``length_scale_mean`` defaults (``None``) to the
-      log of the median squared difference of each feature (give a tuple: the prior is
-      hashed as a static argument of the compiled objective);
+      data scale ``log(2 sigma_0^2)`` for every feature, ``sigma_0`` the median distance
+      from each point to its 10 nearest paired points (kNN pairs: the median kNN
+      distance), so that at the prior's
+      mode ``A_ij = exp(alpha_0 - d_ij^2 / (2 sigma_0^2))``
+      (:func:`graphssl.inference.boltzmann.selection.data_scale_log_length_scales`; a mean
+      per feature at that feature's own typical difference would make a typical coupling
+      ``e^{alpha_0 - D}``: chance accuracy for ``D >= 5``). Give a tuple to override (the
+      prior is hashed as a static argument of the compiled objective);
     * ``alpha_0 ~ N(0, alpha0_std^2)``; ``beta_c ~ N(0, beta_std^2)`` (only differences matter);
     * ``gamma ~ N(gamma_mean, gamma_std^2)`` with ``gamma_mean = log log 9``: a label is right
       9 times as often as a particular wrong class, and the ``gamma -> -inf`` collapse of
@@ -91,8 +98,10 @@ class ThetaPrior:
 
     def log_prob(self, theta: ExtendedParams, geometry: PairGeometry):
         mean = self.length_scale_mean
-        if mean is None:
-            mean = jnp.log(jnp.median(geometry.sq_diff, axis=0) + 1e-12)
+        if mean is None:  # the data scale log(2 sigma_0^2), the same for every feature
+            from graphssl.inference.boltzmann.selection import neighbour_sq_distance_median
+
+            mean = jnp.log(2.0 * neighbour_sq_distance_median(geometry))
         else:
             mean = jnp.asarray(mean)
         z = [
@@ -381,14 +390,37 @@ def sample_initial_params(problem: BoltzmannProblem, key):
     )
 
 
-def random_restarts(problem: BoltzmannProblem, key, n_restarts: int = 10, **fit_options):
-    """Hill climbing from ``n_restarts`` random starts (Sec. 5.2, Tables 5-8); returns
-    ``(best_theta, best_info, trials)`` with ``trials`` a list of ``(start, theta, info)``
-    and ``best`` the trial of highest final objective."""
+def data_scale_params(problem: BoltzmannProblem):
+    """The start at the data scale (the mode of :class:`ThetaPrior`): ``alpha_0 = 0``,
+    ``alpha_d = log(2 sigma_0^2)``, ``beta = 0``, ``gamma = log log 9``; basic model:
+    ``sigma = sigma_0`` (``sigma_0``: :func:`~graphssl.inference.boltzmann.selection.
+    data_scale`)."""
+    from graphssl.inference.boltzmann.selection import data_scale, data_scale_log_length_scales
+
+    geometry = problem.geometry
+    if problem.kind == "basic":
+        return BasicParams(jnp.asarray(math.log(data_scale(geometry))))
+    return ExtendedParams(
+        alpha0=jnp.zeros(()),
+        log_length_scales=jnp.asarray(data_scale_log_length_scales(geometry)),
+        class_bias=jnp.zeros(problem.n_classes),
+        gamma=jnp.asarray(ThetaPrior.gamma_mean),
+    )
+
+
+def random_restarts(problem: BoltzmannProblem, key, n_restarts: int = 10, *,
+                    from_data_scale: bool = True, **fit_options):
+    """Hill climbing from ``n_restarts`` starts (Sec. 5.2, Tables 5-8): the first at the
+    data scale (:func:`data_scale_params`; ``from_data_scale=False``: random as the others),
+    the others random; returns ``(best_theta, best_info, trials)`` with ``trials`` a list of
+    ``(start, theta, info)`` and ``best`` the trial of highest final objective."""
     trials = []
-    for k in jax.random.split(key, n_restarts):
+    for i, k in enumerate(jax.random.split(key, n_restarts)):
         k_init, k_fit = jax.random.split(k)
-        start = sample_initial_params(problem, k_init)
+        if i == 0 and from_data_scale:
+            start = data_scale_params(problem)
+        else:
+            start = sample_initial_params(problem, k_init)
         theta, info = fit(problem, start, key=k_fit, **fit_options)
         trials.append((start, theta, info))
     best = max(range(n_restarts), key=lambda i: trials[i][2]["objective"])

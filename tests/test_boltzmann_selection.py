@@ -1,0 +1,199 @@
+"""The Boltzmann MRF's grid route: data scale, (CV) on the labelled points, the degeneracy
+test, numerics at extreme scales, and the default estimator on a small two-moons set.
+
+One fit (module fixture) is shared; the other tests use the same compiled grid step
+(same node count, folds and chain settings) or no chains at all.
+"""
+
+import dataclasses
+import itertools
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from graphssl import data
+from graphssl.estimators import BoltzmannMRFClassifier, HarmonicFunctionClassifier
+from graphssl.graph import Graph
+from graphssl.inference.boltzmann import criteria
+from graphssl.inference.boltzmann import learning as bl
+from graphssl.inference.boltzmann import selection as bs
+from graphssl.models.boltzmann import (
+    ExtendedParams,
+    length_scale_couplings,
+    pair_geometry,
+)
+
+SETTINGS = bs.GridSettings(alpha0=(-1.0, 0.0, 1.0, 2.0, 3.0), log_scale_offsets=(0.0, 1.0),
+                           n_folds=3, burn_in=3, n_samples=10, patience=2)
+
+
+@pytest.fixture(scope="module")
+def moons():
+    ds = data.two_moons(60, noise=0.08, seed=3)
+    labels = np.full(60, -1)
+    for c in (0, 1):
+        labels[np.flatnonzero(ds.y == c)[:3]] = c
+    return ds.X, ds.y, labels
+
+
+@pytest.fixture(scope="module")
+def zero_noise_fit(moons):
+    X, _, labels = moons
+    clf = BoltzmannMRFClassifier(model="basic", grid=SETTINGS, n_chains=2, n_samples=60,
+                                 burn_in=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a convergence note on 2 short chains is not the point
+        clf.fit(X, labels)
+    return clf
+
+
+def nearest_pair_values(geo, values, k=10):
+    """``values`` of each point's ``k`` nearest paired points (NumPy reference)."""
+    s, d2, values = np.asarray(geo.senders), np.asarray(geo.sq_dist), np.asarray(values)
+    return np.concatenate([values[s == i][np.argsort(d2[s == i], kind="stable")[:k]]
+                           for i in range(geo.n_nodes)])
+
+
+def test_grid_learning_beats_chance_and_equals_hf_at_zero_noise(moons, zero_noise_fit):
+    X, y, labels = moons
+    clf = zero_noise_fit
+    assert clf.learning_ == "grid" and clf.method_ == "swendsen_wang"
+    free = labels < 0
+    assert np.mean(clf.transduction_[free] == y[free]) >= 0.95
+    # the harmonic function on the same pairs with the chosen couplings (its zero-noise,
+    # Gaussian relaxation) gives the same labels
+    geo = pair_geometry(X, clf.k_)
+    theta = clf.theta_
+    A = length_scale_couplings(geo, theta.alpha0, theta.log_length_scales)
+    hf = HarmonicFunctionClassifier().fit_graph(Graph(geo.senders, geo.receivers, A, 60), labels)
+    np.testing.assert_array_equal(clf.transduction_, hf.transduction_)
+    assert np.isinf(float(theta.gamma))  # clamped labels: the zero-noise channel
+
+
+def test_grid_record_is_consistent(moons, zero_noise_fit):
+    X, _, labels = moons
+    g = zero_noise_fit.grid_
+    geo = pair_geometry(X, zero_noise_fit.k_)
+    near = nearest_pair_values(geo, geo.sq_dist)
+    assert g.sigma0 == pytest.approx(float(np.sqrt(np.median(near[near > 0]))))
+    o = SETTINGS.log_scale_offsets.index(g.log_scale_offset)
+    i = SETTINGS.alpha0.index(g.alpha0)
+    assert np.isfinite(g.cv[o, i]) and g.merge_gain[o, i] >= 0
+    evaluated = np.isfinite(g.cv)
+    assert np.all(np.isfinite(g.terms[evaluated])) and np.all(g.terms[evaluated] <= 0)
+    # the chosen point is within one paired standard error of the best one
+    best = g.terms[np.unravel_index(np.nanargmax(g.cv), g.cv.shape)]
+    diff = g.terms[o, i] - best
+    assert diff.mean() >= -diff.std(ddof=1) / np.sqrt(diff.size) - 1e-12
+    # no point of higher prior density is as good (alpha_0 ~ N(0, 3^2), offset ~ N(0, 1))
+    density = -(np.asarray(SETTINGS.alpha0)[None, :] / 3.0) ** 2 - np.asarray(
+        SETTINGS.log_scale_offsets)[:, None] ** 2
+    for oo, ii in zip(*np.nonzero(evaluated & (density > density[o, i])), strict=True):
+        d = g.terms[oo, ii] - best
+        assert d.mean() < -d.std(ddof=1) / np.sqrt(d.size)
+    assert np.all(np.diff(g.strength[o][np.isfinite(g.strength[o])]) > 0)
+    folds = g.folds[labels >= 0]
+    assert set(folds) == {0, 1, 2} and np.all(g.folds[labels < 0] == -1)
+
+
+@pytest.mark.parametrize("k", [5, None])  # kNN pairs; dense pairs (the 10 nearest count)
+def test_data_scale_prior_mode_gives_a_typical_neighbour_coupling_e_to_minus_half(k):
+    X = np.random.default_rng(0).normal(size=(120, 20))
+    geo = pair_geometry(X, k)
+    A = np.asarray(length_scale_couplings(geo, 0.0, bs.data_scale_log_length_scales(geo)))
+    np.testing.assert_allclose(np.median(nearest_pair_values(geo, A)), np.exp(-0.5), rtol=1e-7)
+
+
+def test_gamma_for_noise_and_folds():
+    for C, rho in ((2, 0.01), (10, 0.2)):
+        e = np.exp(bs.gamma_for_noise(rho, C))
+        np.testing.assert_allclose(np.exp(e) / (C - 1 + np.exp(e)), 1 - rho)
+    with pytest.raises(ValueError, match="label_noise"):
+        bs.gamma_for_noise(0.6, 2)
+    labels = np.array([0, 0, 0, 1, 1, -1, 1, 0, -1])
+    folds = bs.cross_validation_folds(labels, 5)
+    assert folds.max() == 2  # cut to the smallest class count (3)
+    for c in (0, 1):  # stratified: every fold holds a point of each class
+        assert set(folds[labels == c]) == {0, 1, 2}
+    np.testing.assert_array_equal(folds[labels < 0], -1)
+
+
+def _tiny_model(hard):
+    X = np.array([[0.0, 0.0], [0.3, 0.0], [0.6, 0.1], [2.0, 0.0], [2.3, 0.1], [2.6, 0.0]])
+    labels = np.array([0, -1, -1, 1, -1, -1])
+    geo = pair_geometry(X)
+    problem = bl.BoltzmannProblem(geo, labels, 2, "basic" if hard else "extended")
+    template = problem.template()
+    theta = ExtendedParams(jnp.asarray(1.5), jnp.zeros(2), jnp.zeros(2), jnp.asarray(0.3))
+    return bs.grid_model(template, geo, theta, hard), labels
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_merge_gain_is_the_energy_change_of_the_best_merge(hard):
+    """Frozen draws (no entropy): the reported gain equals the smallest energy change over
+    every free merge (and, with soft evidence, full merge) of a class region holding an
+    observation, computed by the model's own energy."""
+    model, labels = _tiny_model(hard)
+    y = np.array([0, 0, 0, 1, 1, 1])
+    draws = jnp.asarray(np.tile(y, (3, 1)), jnp.int32)
+    rows = jnp.asarray(np.flatnonzero(labels >= 0), jnp.int32)
+    obs = jnp.asarray(labels[labels >= 0], jnp.int32)
+    evidence = float(model.evidence_strength) if not hard else 1.0
+    merge = jax.jit(criteria.merge_gain, static_argnames="hard")
+    gain = float(merge(model, draws, rows, obs, evidence, hard=hard, entropy_draws=draws))
+    energies = jax.jit(jax.vmap(lambda z: model.energy(z)))
+    free = labels < 0
+    merged = []
+    for a, b in itertools.permutations(range(2)):
+        region = y == a
+        merged.append(np.where(region & free, b, y))  # free merge
+        if not hard:
+            merged.append(np.where(region, b, y))  # full merge
+    e = np.asarray(energies(jnp.asarray(np.stack([y, *merged]), jnp.int32)))
+    np.testing.assert_allclose(gain, (e[1:] - e[0]).min(), rtol=1e-9, atol=1e-9)
+
+
+def test_held_out_term_is_the_noise_channel_of_the_conditional():
+    model, labels = _tiny_model(False)
+    y = jnp.asarray([[0, 1, 0, 1, 1, 0], [1, 0, 0, 1, 0, 1]], jnp.int32)
+    rows = jnp.asarray([0, 3], jnp.int32)
+    obs = jnp.asarray([0, 1], jnp.int32)
+    free = dataclasses.replace(model, noisy_observed=jnp.zeros(6, bool)).with_parameters()
+    E = 2.0
+    terms = np.asarray(criteria.held_out_log_prob(free, y, rows, obs, E))
+    from graphssl.models.protocol import pairwise_conditional_logits
+
+    for k, (i, o) in enumerate([(0, 0), (3, 1)]):
+        p = np.mean([jax.nn.softmax(pairwise_conditional_logits(free, s, jnp.asarray([i])))[0, o]
+                     for s in y])
+        want = np.log((p * np.exp(E) + 1 - p) / (1 + np.exp(E)))
+        np.testing.assert_allclose(terms[k], want, rtol=1e-9)
+
+
+def test_no_nan_or_overflow_at_extreme_length_scales_and_couplings(moons):
+    X, _, labels = moons
+    geo = pair_geometry(X, 10)
+    template = bl.BoltzmannProblem(geo, labels, 2, "basic").template()
+    settings = SETTINGS._replace(alpha0=(-30.0, 0.0, 45.0, 400.0), log_scale_offsets=(-60.0, 60.0),
+                                 patience=9)  # chains as in the fixture: its compiled step
+    g = bs.select_coupling(geo, template, jax.random.key(0), gamma=bs.gamma_for_noise(0.01, 2),
+                           clamp=True, settings=settings)
+    assert np.all(np.isfinite(g.cv[:, 0]))  # the weakest point is evaluated on both paths
+    evaluated = ~np.isnan(g.merge_gain)
+    assert np.all(np.isfinite(g.strength[np.isfinite(g.cv)]))
+    assert not np.any(np.isnan(g.merge_gain[evaluated]))
+    A = length_scale_couplings(geo, 400.0, jnp.full(2, -60.0))
+    assert np.all(np.isfinite(np.asarray(A))) and float(jnp.sum(A)) < np.inf
+
+
+def test_estimator_options_are_checked(moons):
+    X, _, labels = moons
+    with pytest.raises(ValueError, match="learning"):
+        BoltzmannMRFClassifier(learning="nope").fit(X, labels)
+    with pytest.raises(ValueError, match="label_noise"):
+        BoltzmannMRFClassifier(label_noise=0.9).fit(X, labels)
+    with pytest.raises(ValueError, match="grid"):
+        BoltzmannMRFClassifier(grid={"alpha0": (0, 1)}).fit(X, labels)
