@@ -42,6 +42,7 @@ LEAF = 128  # points per leaf (and query rows per product)
 GROUP = 16
 SLACK = 6
 _MARGIN = 1e-4  # relative widening of the pruning bound (float32 scores)
+_PAD_SCORE = np.float32(-np.finfo(np.float32).max)
 
 
 def grouped_top(scores: np.ndarray, m: int, group: int = GROUP) -> np.ndarray:
@@ -59,13 +60,14 @@ def grouped_top(scores: np.ndarray, m: int, group: int = GROUP) -> np.ndarray:
         best = np.argpartition(maxima, n_groups - m_groups, axis=1)[:, n_groups - m_groups:]
     else:
         best = np.broadcast_to(np.arange(n_groups), (rows, n_groups))
-    kept = np.take_along_axis(grouped, best[:, None, :], axis=2).reshape(rows, -1)
     columns = (best[:, None, :] + (np.arange(group) * n_groups)[:, None]).reshape(rows, -1)
-    width = kept.shape[1]
-    if m < width:
-        chosen = np.argpartition(kept, width - m, axis=1)[:, width - m:]
-        return np.take_along_axis(columns, chosen, axis=1)
-    return columns
+    width = columns.shape[1]
+    if m >= width:
+        return columns
+    offsets = (np.arange(rows) * n)[:, None]
+    kept = np.take(scores, columns + offsets)  # flat gathers: cheaper than along-axis ones
+    chosen = np.argpartition(kept, width - m, axis=1)[:, width - m:]
+    return np.take(columns, chosen + (np.arange(rows) * width)[:, None])
 
 
 def leaf_order(X: np.ndarray, leaf: int = LEAF) -> tuple[np.ndarray, np.ndarray]:
@@ -99,13 +101,18 @@ def leaf_order(X: np.ndarray, leaf: int = LEAF) -> tuple[np.ndarray, np.ndarray]
 
 
 def _leaf_columns(X32, order, bounds):
-    """``[2y, -|y|^2]^T`` in leaf order (float32, ``[d + 1, n]``), leaf centres (float64),
-    radii, and squared norms in leaf order."""
+    """``[2y, -|y|^2]^T`` in leaf order (float32, ``[d + 1, n + pad]``: at least one padding
+    column, up to a whole number of groups, scoring the lowest float32 against any query),
+    leaf centres (float64), radii, and squared norms in leaf order."""
     ordered = X32[order]
     norms = _squared_norms(ordered)
-    columns = np.empty((X32.shape[1] + 1, order.size), dtype=np.float32)
-    columns[:-1] = 2.0 * ordered.T
-    columns[-1] = -norms
+    n = order.size
+    columns = np.zeros((X32.shape[1] + 1, -(-(n + 1) // GROUP) * GROUP), dtype=np.float32)
+    columns[:-1, :n] = 2.0 * ordered.T
+    columns[-1, :n] = -norms
+    # padding columns (n and after) score the lowest float32 against any query (not -inf:
+    # BLAS multiplies its own zero padding by it, and -inf * 0 is NaN)
+    columns[-1, n:] = _PAD_SCORE
     X64 = ordered.astype(np.float64)
     centres = np.add.reduceat(X64, bounds[:-1], axis=0) / np.diff(bounds)[:, None]
     leaf_of = np.repeat(np.arange(bounds.size - 1), np.diff(bounds))
@@ -148,7 +155,8 @@ def _candidates(X: np.ndarray, m: int) -> np.ndarray:
         enough = np.searchsorted(np.cumsum(sizes[nearest]), m) + 1
         seed = np.zeros(sizes.size, dtype=bool)
         seed[nearest[:max(2, enough)]] = True  # the nearest leaves holding m points
-        seed_sq = norms[rows, None] - queries[rows] @ columns[:, np.repeat(seed, sizes)]
+        seed_columns = np.flatnonzero(np.repeat(seed, sizes))
+        seed_sq = norms[rows, None] - queries[rows] @ columns[:, seed_columns]
         reach = np.partition(seed_sq, m - 1, axis=1)[:, m - 1] + margin  # per query
         # a point of leaf J is at least |x - c_J| - r_J from the query x
         points = queries[rows, :d].astype(np.float64)
@@ -156,15 +164,12 @@ def _candidates(X: np.ndarray, m: int) -> np.ndarray:
             _squared_norms(points)[:, None] + centre_sq - 2.0 * points @ centres.T, 0.0))
         gap = np.maximum(to_centres - radii, 0.0)
         keep = np.any(gap * gap <= reach[:, None], axis=0) | seed
-        if keep.all():
+        if keep.all():  # the whole table, padded to whole groups
             kept, scores = None, queries[rows] @ columns
-        else:
+        else:  # the kept columns, padded to whole groups by the padding column n
             kept = np.flatnonzero(np.repeat(keep, sizes))
+            kept = np.concatenate([kept, np.full((-kept.size) % GROUP, n)])
             scores = queries[rows] @ columns[:, kept]
-        pad = (-scores.shape[1]) % GROUP
-        if pad:
-            scores = np.concatenate(
-                [scores, np.full((scores.shape[0], pad), -np.inf, np.float32)], axis=1)
         top = grouped_top(scores, m, GROUP)  # at least m finite columns: never a padding
         candidates[order[rows]] = order[top if kept is None else kept[top]]
 
