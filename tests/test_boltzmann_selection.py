@@ -157,20 +157,24 @@ def test_merge_gain_is_the_energy_change_of_the_best_merge(hard):
 
 
 def test_held_out_term_is_the_noise_channel_of_the_conditional():
-    model, labels = _tiny_model(False)
-    y = jnp.asarray([[0, 1, 0, 1, 1, 0], [1, 0, 0, 1, 0, 1]], jnp.int32)
-    rows = jnp.asarray([0, 3], jnp.int32)
-    obs = jnp.asarray([0, 1], jnp.int32)
+    """Against the model's own energy: ``P(y_i = c | rest) ∝ exp(-energy(y with y_i = c))``,
+    averaged over the draws, then ``P(o | y)`` of Eq. (40)."""
+    model, _ = _tiny_model(False)
+    draws = np.array([[0, 1, 0, 1, 1, 0], [1, 0, 0, 1, 0, 1]])
+    rows, obs = np.array([0, 3]), np.array([0, 1])
     free = dataclasses.replace(model, noisy_observed=jnp.zeros(6, bool)).with_parameters()
     E = 2.0
-    terms = np.asarray(criteria.held_out_log_prob(free, y, rows, obs, E))
-    from graphssl.models.protocol import pairwise_conditional_logits
-
-    for k, (i, o) in enumerate([(0, 0), (3, 1)]):
-        p = np.mean([jax.nn.softmax(pairwise_conditional_logits(free, s, jnp.asarray([i])))[0, o]
-                     for s in y])
-        want = np.log((p * np.exp(E) + 1 - p) / (1 + np.exp(E)))
-        np.testing.assert_allclose(terms[k], want, rtol=1e-9)
+    terms = np.asarray(jax.jit(criteria.held_out_log_prob)(
+        free, jnp.asarray(draws, jnp.int32), jnp.asarray(rows, jnp.int32),
+        jnp.asarray(obs, jnp.int32), E))
+    variants = np.array([np.where(np.arange(6) == i, c, y) for i in rows for y in draws
+                         for c in (0, 1)])
+    energy = np.asarray(jax.jit(jax.vmap(free.energy))(jnp.asarray(variants, jnp.int32)))
+    energy = energy.reshape(len(rows), len(draws), 2)
+    p = np.exp(-energy) / np.exp(-energy).sum(-1, keepdims=True)  # [row, draw, class]
+    p_obs = p[np.arange(len(rows)), :, obs].mean(-1)
+    want = np.log((p_obs * np.exp(E) + 1 - p_obs) / (1 + np.exp(E)))
+    np.testing.assert_allclose(terms, want, rtol=1e-9)
 
 
 def test_no_nan_or_overflow_at_extreme_length_scales_and_couplings(moons):
