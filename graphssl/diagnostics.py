@@ -14,6 +14,11 @@ group, so ``az.summary(idata)`` and ``az.plot_trace(idata)`` with their defaults
 
 Inputs are :class:`graphssl.inference.Samples` (``labels [chains, draws, n]``, ``energy``,
 ``stats``, ``map_labels``, ``n_classes``) or any record with those fields.
+
+Model comparison: :func:`to_arviz` writes the pointwise log-likelihood of the labelled nodes
+in the ``log_likelihood`` group, and :func:`psis_loo` (``az.loo`` with a
+:class:`ParetoKWarning` naming the fix when Pareto k is high) reads it
+(:mod:`graphssl.inference.loo`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import warnings
 
 import numpy as np
 
+from graphssl.inference.loo import ParetoKWarning, pairwise_log_likelihood, psis_loo
 from graphssl.inference.mcmc.statistics import (
     DEFAULT_N_PAIRS,
     ConvergenceReport,
@@ -38,7 +44,10 @@ from graphssl.inference.mcmc.statistics import coassignment as _coassignment
 __all__ = [
     "ConvergenceWarning",
     "ConvergenceReport",
+    "ParetoKWarning",
     "to_arviz",
+    "psis_loo",
+    "pairwise_log_likelihood",
     "check_convergence",
     "default_pairs",
     "posterior_mean_labels",
@@ -99,7 +108,7 @@ def _extras(extra_posterior, shape) -> dict:
 def to_arviz(samples, *, model=None, observed_labels=None, pairs=None,
              n_pairs: int = DEFAULT_N_PAIRS, extra_posterior=None, extra_dims=None,
              extra_coords=None, label_marginals=None, map_labels=None, node_names=None,
-             class_names=None):
+             class_names=None, log_likelihood=None):
     """ArviZ 1.x ``DataTree`` of a sampler run, laid out for ArviZ's defaults.
 
     Groups:
@@ -123,6 +132,16 @@ def to_arviz(samples, *, model=None, observed_labels=None, pairs=None,
         sampler's best state, or the ``map_labels`` given, e.g. refined by ICM),
         ``coassignment_pairs [pair, pair_end]`` (node indices of each traced pair) and
         ``clamped [node]`` when ``model`` is given.
+      ``log_likelihood`` (what ``az.loo`` / :func:`psis_loo` read): ``observed_labels
+        [chain, draw, labelled_node]``, the pointwise log-likelihood of each labelled node's
+        observed label in each draw, ``log p(y_i | theta_draw, y_L without i)``. From the
+        ``log_likelihood`` argument (float[chains, draws, L], nodes in the order of
+        ``observed_data``; the diffusion mixture's estimator records its Eq. (7) predictive),
+        else, for a pairwise model (Potts, Boltzmann MRF) whose labelled nodes are clamped,
+        :func:`~graphssl.inference.loo.pairwise_log_likelihood`: the conditional of the
+        node's label given its neighbours in the draw, with its clamp released. No group
+        for labels held by a field (``clamp=False``: the labels are then a prior, not
+        observed data) or with ``log_likelihood=False``.
 
     ``pairs``: ``int[P, 2]`` node pairs; default :func:`default_pairs` with ``n_pairs`` pairs
     of nodes without a training label (seed 0), the same pairs :func:`check_convergence`
@@ -175,9 +194,33 @@ def to_arviz(samples, *, model=None, observed_labels=None, pairs=None,
     if y is not None:
         data["observed_data"] = {"observed_labels": y[y >= 0]}
         coords["labelled_node"] = nodes[y >= 0]
+    pointwise = _log_likelihood(labels, model, y, log_likelihood)
+    if pointwise is not None:
+        data["log_likelihood"] = {"observed_labels": pointwise}
     dims |= dict(extra_dims or {})
     coords |= dict(extra_coords or {})
     return az.from_dict(data, coords=coords, dims=dims)
+
+
+def _log_likelihood(labels, model, y, given):
+    """The ``log_likelihood`` group's array float[chains, draws, L] (:func:`to_arviz`), or
+    None for no group."""
+    if given is False:
+        return None
+    if given is not None:
+        ll = np.asarray(given, dtype=np.float64)
+        n_labelled = None if y is None else int(np.sum(y >= 0))
+        if n_labelled is None or ll.shape != labels.shape[:2] + (n_labelled,):
+            raise ValueError(f"log_likelihood must be float[chains, draws, labelled nodes] = "
+                             f"{list(labels.shape[:2]) + [n_labelled]} (give the training "
+                             f"labels through model or observed_labels), got {list(ll.shape)}")
+        return ll
+    if model is None or not hasattr(model, "pairwise_tables") or y is None:
+        return None
+    clamped = np.asarray(model.observed, dtype=bool)
+    if not clamped.any() or not np.array_equal(clamped, y >= 0):
+        return None
+    return pairwise_log_likelihood(labels, model)
 
 
 def _pair_names(pairs) -> list[str]:

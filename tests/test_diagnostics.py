@@ -15,6 +15,7 @@ from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning  
 
 from graphssl.diagnostics import (  # noqa: E402
     ConvergenceWarning,
+    ParetoKWarning,
     check_convergence,
     class_sizes,
     coassignment,
@@ -25,6 +26,7 @@ from graphssl.diagnostics import (  # noqa: E402
     plot_marginal_confidence,
     plot_rank,
     posterior_mean_labels,
+    psis_loo,
     to_arviz,
 )
 from graphssl.inference.mcmc.chains import Samples, label_marginals  # noqa: E402
@@ -117,6 +119,75 @@ def test_to_arviz_pair_count_and_extras(run):
         to_arviz(samples, extra_posterior={"theta": theta[:, :10]})
     with pytest.raises(ValueError, match="observed_labels"):
         to_arviz(samples, observed_labels=TRAINING[:5])
+
+
+def test_log_likelihood_group_is_the_released_conditional_and_az_loo_reads_it():
+    """Clamped Potts model (nodes 1, 4 at labels 2, 1) and draws holding the clamp: the
+    log_likelihood group is log p(y_i = observed | y_-i) with node i's clamp released
+    (energy differences of the same model unclamped), and az.loo / psis_loo run on it.
+    Draws whose largest ratios tie (a discrete log-likelihood) stop az.loo; psis_loo keeps
+    their raw ratios (k = -inf)."""
+    from scipy.special import logsumexp
+
+    clamped = small_model(n=8, q=3, field=True, clamped=True, seed=0)
+    free = small_model(n=8, q=3, field=True, clamped=False, seed=0)
+    labels = np.random.default_rng(0).integers(0, 3, (2, 40, 8)).astype(np.int8)
+    labels[..., 1], labels[..., 4] = 2, 1
+    tree = to_arviz(_samples(labels, np.zeros((2, 40))), model=clamped)
+    ll = tree["log_likelihood"]["observed_labels"]
+    assert ll.dims == ("chain", "draw", "labelled_node") and ll.shape == (2, 40, 2)
+    assert list(ll.coords["labelled_node"].values) == [1, 4]
+    flat = labels.reshape(-1, 8).astype(np.int32)
+    for column, (node, observed) in enumerate(((1, 2), (4, 1))):
+        variants = np.repeat(flat[:, None, :], 3, axis=1)
+        variants[:, :, node] = np.arange(3)
+        energy = np.asarray(jax.vmap(free.energy)(variants.reshape(-1, 8))).reshape(-1, 3)
+        expected = -energy[:, observed] - logsumexp(-energy, axis=1)
+        np.testing.assert_allclose(ll.values[..., column].reshape(-1), expected, atol=1e-5)
+    result = az.loo(tree, pointwise=True)
+    assert np.isfinite(result.elpd) and result.pareto_k.shape == (2,)
+    ours = psis_loo(tree)
+    assert ours.elpd == pytest.approx(float(result.elpd), abs=1e-9)
+    assert ours.elpd == pytest.approx(float(ours.elpd_i.sum()))
+    tied = np.random.default_rng(2).integers(0, 3, (2, 40, 8)).astype(np.int8)
+    tied[..., 1], tied[..., 4] = 2, 1  # node 1's 16 largest ratios are equal
+    tied_tree = to_arviz(_samples(tied, np.zeros((2, 40))), model=clamped)
+    with pytest.raises(ValueError, match="tail values are the same"):
+        az.loo(tied_tree)
+    tied_ll = tied_tree["log_likelihood"]["observed_labels"].values
+    raw = -np.log(np.mean(np.exp(-tied_ll[..., 0])))  # harmonic mean of the raw ratios
+    tied_result = psis_loo(tied_tree)
+    assert np.asarray(tied_result.pareto_k)[0] == -np.inf
+    assert float(tied_result.elpd_i[0]) == pytest.approx(raw, abs=1e-10)
+    assert "log_likelihood" not in to_arviz(_samples(labels, np.zeros((2, 40))), model=clamped,
+                                            log_likelihood=False).children
+    with pytest.raises(ValueError, match="log_likelihood must be"):
+        to_arviz(_samples(labels, np.zeros((2, 40))), model=clamped,
+                 log_likelihood=np.zeros((2, 40, 3)))
+
+
+def test_psis_loo_warns_on_high_pareto_k_and_needs_25_draws():
+    """Node 0's predictive p ~ U(0, 1): the ratios 1/p have tail index 1 (k = 1); nodes 1, 2
+    have bounded ratios. One warning naming node count and fix; ArviZ's own is replaced."""
+    rng = np.random.default_rng(0)
+    ll = np.log(rng.uniform(0.5, 1.0, (2, 200, 3)))
+    ll[..., 0] = np.log(rng.uniform(size=(2, 200)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = psis_loo(ll, source="Test")
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and issubclass(caught[0].category, ParetoKWarning)
+    assert messages[0].startswith("Test: Pareto k > ") and "1 of 3 labelled nodes" in messages[0]
+    assert "more draws" in messages[0]
+    k = np.asarray(result.pareto_k)
+    assert k[0] > 0.7 and np.all(k[1:] < result.good_k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        psis_loo(ll[..., 1:])
+    with pytest.raises(ValueError, match="at least 25 draws"):
+        psis_loo(ll[:, :12])
+    with pytest.raises(ValueError, match="log_likelihood group"):
+        psis_loo(to_arviz(_samples(np.zeros((2, 30, 8), np.int8), np.zeros((2, 30)))))
 
 
 def test_summary_and_trace_with_defaults(run):
@@ -236,5 +307,14 @@ def test_sampled_estimator_front_door():
     obs = tree["observed_data"]["observed_labels"]
     assert list(obs.coords["labelled_node"].values) == [0, 33]
     assert list(obs.values) == [0, 1]
+    assert "log_likelihood" not in tree.children  # labels held by a field: a prior
     az.plot_trace(tree)
     plt.close("all")
+    held = PottsClassifier(inference="swendsen_wang", beta=4.0, clamp=True, n_samples=20,
+                           burn_in=10)  # clamped labels: pointwise log-likelihood per draw
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        held.fit_graph(graph, y)
+    ll = held.to_arviz()["log_likelihood"]["observed_labels"]
+    assert ll.shape == (4, 20, 2) and list(ll.coords["labelled_node"].values) == [0, 33]
+    assert np.all(ll.values <= 0.0)

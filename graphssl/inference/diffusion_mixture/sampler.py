@@ -15,6 +15,8 @@ call with ``batched_model``). It returns the driver's
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -37,7 +39,8 @@ from graphssl.models.diffusion_mixture import DirichletDiffusionMixture
 
 __all__ = ["ENGINES", "MOVES", "move_counts", "resolve_engine", "sample_mixture",
            "stack_models", "n_models", "class_marginals", "posterior_mean_labels",
-           "map_estimate", "sample_mixture_until_converged", "TRACE_STATISTICS"]
+           "map_estimate", "map_search_mixture", "sample_mixture_until_converged",
+           "TRACE_STATISTICS"]
 
 # per-draw statistics of the mixture's kernels that are invariant to permuting the classes
 TRACE_STATISTICS = ("n_components", "edge_agreement")
@@ -283,3 +286,41 @@ def map_estimate(model: DirichletDiffusionMixture, samples: Samples, max_sweeps=
 _map_refine_jit = jax.jit(map_refine, static_argnames=("max_sweeps", "engine"))
 
 
+def map_search_mixture(model: DirichletDiffusionMixture, samples: Samples, posterior_mean,
+                       max_sweeps=50, engine: str = "auto"):
+    """The lowest-energy state found (issue 25 item 4), ``energy = -log p(y, beta)``, among
+
+    * ``"chains_best"``: :func:`map_estimate` (best visited state, refined);
+    * ``"posterior_mean"``: the posterior-mean labels ``posterior_mean`` (``int[m]``) with
+      the centres ``beta`` set by conditional maximisation given those labels (started
+      from the chains' best centres): the posterior-mean labelling's energy;
+    * ``"refined_from_mean"``: :func:`~.kernels.map_refine` (labels and centres) from it.
+
+    Every step of the refinements can only raise the joint, so the returned state's energy
+    is at or below the posterior-mean labelling's (at its fitted centres) and the chains'
+    best (hence every retained draw's). Returns ``(y int[m], log_joint, info)``:
+    ``info["energies"]`` maps each candidate to its energy, ``info["best"]`` the winner.
+    """
+    engine = resolve_engine(engine, model)
+    y_best, lj_best, _ = map_estimate(model, samples, max_sweeps=max_sweeps, engine=engine)
+    state: MixtureChainState = samples.final_state
+    top = int(np.argmax(np.asarray(state.best_log_joint)))
+    observed = np.asarray(model.observed)
+    y_mean = np.where(observed, np.asarray(model.labels), np.asarray(posterior_mean))
+    y_mean = jnp.asarray(y_mean, dtype=jnp.asarray(model.labels).dtype)
+    # centres only: every node observed at the posterior-mean labels
+    fixed = dataclasses.replace(model, observed=jnp.ones_like(model.observed), labels=y_mean)
+    start = MixtureState(y_mean, jnp.asarray(state.best_beta[top]), None)
+    at_mean, _ = _map_refine_jit(fixed, start, max_sweeps=int(max_sweeps), engine=engine)
+    refined, _ = _map_refine_jit(model, MixtureState(y_mean, at_mean.beta, None),
+                                 max_sweeps=int(max_sweeps), engine=engine)
+    candidates = {
+        "chains_best": (np.asarray(y_best), lj_best),
+        "posterior_mean": (np.asarray(y_mean), float(model.log_joint(y_mean, at_mean.beta))),
+        "refined_from_mean": (np.asarray(refined.y),
+                              float(model.log_joint(refined.y, refined.beta))),
+    }
+    best = max(candidates, key=lambda name: candidates[name][1])
+    info = {"energies": {name: -lj for name, (_, lj) in candidates.items()}, "best": best,
+            "energy": -candidates[best][1]}
+    return candidates[best][0], candidates[best][1], info
