@@ -20,10 +20,12 @@ Peers in the same run: scikit-learn ``LabelSpreading`` / ``LabelPropagation`` (k
 see the features and GraphLearning the citation graph.
 
 Each (set, method) runs in a worker process of its own (one for all splits, so compiled
-functions are reused as in a notebook session); a fit that exceeds ``--timeout`` seconds is
-recorded as a timeout and the worker restarted. Recorded per split: posterior-mean
+functions are reused as in a notebook session); a fit that uses more than ``--timeout`` CPU
+seconds (all its threads; ``--wall-timeout`` wall seconds, default ten times that) is
+recorded as a timeout and the cell ends there. Recorded per split: posterior-mean
 (``transduction_``) accuracy and, where the estimator has one, MAP (``map_labels_``)
-accuracy on the unlabelled points, fit seconds, and every warning raised (category and the
+accuracy on the unlabelled points, fit seconds (wall and the worker's CPU seconds, all its
+threads), and every warning raised (category and the
 first line of its message). Results go to ``benchmarks/results/bench_defaults[_TAG].json``
 after every cell (atomically), so an interrupted run resumes where it stopped
 (``--restart`` refits).
@@ -32,7 +34,7 @@ Usage::
 
     python benchmarks/bench_defaults.py --data-dir ../shared/datasets [--quick]
         [--sets iris wine ...] [--methods PottsClassifier sklearn_LabelSpreading ...]
-        [--splits 10] [--timeout 300] [--tag TAG]
+        [--splits 10] [--timeout 300 (CPU s)] [--tag TAG]
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def load_panel_set(name, data_dir, n_splits):
         splits = [*fixed_splits(data, "labeled_pct02")[:n_splits],
                   *fixed_splits(data, "labeled_pct10")[:n_splits]]
         return dict(X=np.asarray(data.X, float), y=np.asarray(data.y), splits=splits)
-    if name.startswith(SSLBOOK_SETS):
+    if name.rsplit("_", 1)[0] in SSLBOOK_SETS:
         base, n_labels = name.rsplit("_", 1)
         data = load_dataset(base, data_dir)
         return dict(X=np.asarray(data.X, float), y=np.asarray(data.y),
@@ -160,13 +162,28 @@ def _as_scipy(graph):
     return graph.to_scipy()
 
 
-def run_cell(method, name, data_dir, n_splits, split_ids):
+def _limit_cpu(seconds):
+    """Let this worker use ``seconds`` more CPU seconds (all threads); past that the kernel
+    sends SIGXCPU and the worker dies, which the driver records as a CPU timeout. CPU time,
+    not wall time: a loaded machine slows a fit down without making it time out."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = usage.ru_utime + usage.ru_stime
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = int(used + seconds) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (soft if hard < 0 else min(soft, hard), hard))
+
+
+def run_cell(method, name, data_dir, n_splits, split_ids, cpu_limit=None):
     """Worker: fit ``method`` on the given splits of panel set ``name``; one record a split."""
     os.environ.setdefault("MPLBACKEND", "Agg")
     data = load_panel_set(name, data_dir, n_splits)
     X, y, graph = data["X"], data["y"], data.get("graph")
     out = []
     for s in split_ids:
+        if cpu_limit is not None:
+            _limit_cpu(cpu_limit)
         labelled = np.asarray(data["splits"][s])
         labels = np.full(y.size, -1)
         labels[labelled] = y[labelled]
@@ -177,11 +194,12 @@ def run_cell(method, name, data_dir, n_splits, split_ids):
         record = {"split": int(s)}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             try:
                 fit = _fit_peer if method in PEERS else _fit_ours
                 pm, map_labels = fit(method, X, labels, graph)
                 record["seconds"] = time.perf_counter() - start
+                record["cpu_seconds"] = time.process_time() - cpu_start
                 record["accuracy"] = float(np.mean(np.asarray(pm)[mask] == y[mask]))
                 if map_labels is not None:
                     record["map_accuracy"] = float(np.mean(map_labels[mask] == y[mask]))
@@ -212,6 +230,8 @@ def _summary(records):
     if ok:
         row["accuracy"] = float(np.mean([r["accuracy"] for r in ok]))
         row["seconds"] = float(np.median([r["seconds"] for r in ok]))
+        if all("cpu_seconds" in r for r in ok):
+            row["cpu_seconds"] = float(np.median([r["cpu_seconds"] for r in ok]))
         maps = [r["map_accuracy"] for r in ok if "map_accuracy" in r]
         if maps:
             row["map_accuracy"] = float(np.mean(maps))
@@ -223,20 +243,39 @@ def _summary(records):
 
 
 def _cell(method, name, args, n_splits_available):
+    """One worker process (spawned: no forked JAX threads) for all splits of a cell; the
+    first split past the CPU limit (or the wall limit) ends the cell."""
+    import multiprocessing as mp
+    import signal
+
     split_ids = list(range(n_splits_available))
-    with cf.ProcessPoolExecutor(max_workers=1) as pool:
+    wall = args.wall_timeout or 10 * args.timeout
+    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
         records = []
         for s in split_ids:
-            future = pool.submit(run_cell, method, name, args.data_dir, args.splits, [s])
+            future = pool.submit(run_cell, method, name, args.data_dir, args.splits, [s],
+                                 args.timeout)
+            procs, start = set(), time.monotonic()
+            while not future.done() and time.monotonic() - start < wall:
+                procs |= set(getattr(pool, "_processes", {}).values())  # for the exit code
+                cf.wait([future], timeout=1.0)
             try:
-                records += future.result(timeout=args.timeout)
+                records += future.result(timeout=0 if future.done() else 1.0)
             except cf.TimeoutError:
-                records.append({"split": s, "error": f"timeout after {args.timeout} s"})
+                records.append({"split": s, "error": f"wall timeout after {wall:.0f} s"})
                 for proc in list(getattr(pool, "_processes", {}).values()):
                     proc.kill()
                 break  # the next split would time out too: record once, move on
             except Exception as err:
-                records.append({"split": s, "error": f"worker died: {type(err).__name__}"})
+                for proc in procs:
+                    proc.join(timeout=10)
+                codes = {getattr(proc, "exitcode", None) for proc in procs}
+                if -signal.SIGXCPU in codes:
+                    records.append({"split": s,
+                                    "error": f"timeout: over {args.timeout:.0f} CPU s"})
+                else:
+                    records.append({"split": s,
+                                    "error": f"worker died: {type(err).__name__} {codes}"})
                 break
     return records
 
@@ -262,6 +301,63 @@ def print_table(results):
         print(line)
 
 
+def _merged(tags):
+    """Results of several runs (``bench_defaults_TAG.json``), a later tag's cell winning."""
+    merged = {}
+    for tag in tags:
+        path = RESULTS / f"bench_defaults{'_' + tag if tag else ''}.json"
+        for name, cells in json.loads(path.read_text()).get("results", {}).items():
+            merged.setdefault(name, {}).update(
+                {m: c for m, c in cells.items() if not m.startswith("_")})
+    return merged
+
+
+def _cell_text(row):
+    if not row:
+        return "–"
+    if "accuracy" not in row:
+        return "fail: " + "; ".join(row.get("errors", ["?"]))[:40]
+    text = f"{100 * row['accuracy']:.1f}"
+    if "map_accuracy" in row:
+        text += f" / {100 * row['map_accuracy']:.1f}"
+    seconds = row.get("cpu_seconds", row.get("seconds"))
+    if seconds is not None:
+        text += f" ({seconds:.2g} s)"
+    if row.get("n_ok", 0) < row.get("n_runs", 0):
+        text += f" [{row['n_ok']}/{row['n_runs']}]"
+    return text
+
+
+def markdown_table(results, sets=PANEL):
+    """The README table: accuracy (posterior mean / MAP) and median CPU seconds per fit of
+    every method on every set, the best peer and the best graphssl estimator per set, and
+    each method's panel mean over the sets where every method has a result."""
+    methods = sorted({m for cells in results.values() for m in cells})
+    ours = [m for m in methods if m not in PEERS]
+    peers = [m for m in PEERS if m in methods]
+    short = {m: m.replace("Classifier", "").replace("sklearn_", "") for m in methods}
+    lines = ["| set | best peer | best graphssl | " + " | ".join(short[m] for m in
+                                                                   [*ours, *peers]) + " |",
+             "|---" * (3 + len(ours) + len(peers)) + "|"]
+    per_set = {}
+    for name in [s for s in sets if s in results]:
+        cells = results[name]
+        acc = {m: cells[m]["summary"]["accuracy"] for m in methods
+               if "accuracy" in cells.get(m, {}).get("summary", {})}
+        per_set[name] = acc
+        bp = max((m for m in peers if m in acc), key=acc.get, default=None)
+        bo = max((m for m in ours if m in acc), key=acc.get, default=None)
+        best = [f"{short[b]} {100 * acc[b]:.1f}" if b else "–" for b in (bp, bo)]
+        row = [_cell_text(cells.get(m, {}).get("summary")) for m in [*ours, *peers]]
+        lines.append(f"| {name} | {best[0]} | {best[1]} | " + " | ".join(row) + " |")
+    complete = [n for n, acc in per_set.items() if all(m in acc for m in [*ours, *peers])]
+    means = {m: float(np.mean([per_set[n][m] for n in complete])) for m in [*ours, *peers]}
+    if complete:
+        lines.append(f"| panel mean ({len(complete)} sets) | | | " + " | ".join(
+            f"{100 * means[m]:.1f}" for m in [*ours, *peers]) + " |")
+    return "\n".join(lines), means, complete
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default=os.environ.get("GRAPHSSL_DATA"))
@@ -269,10 +365,20 @@ def main(argv=None):
     parser.add_argument("--methods", nargs="+", default=None)
     parser.add_argument("--splits", type=int, default=10)
     parser.add_argument("--quick", action="store_true", help="3 splits, 120 s timeout")
-    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="CPU seconds (all threads) a fit may use")
+    parser.add_argument("--wall-timeout", type=float, default=None,
+                        help="wall seconds a fit may take (default 10 x --timeout)")
     parser.add_argument("--tag", default="")
     parser.add_argument("--restart", action="store_true")
+    parser.add_argument("--table", nargs="+", metavar="TAG", default=None,
+                        help="fit nothing: print the Markdown table of these runs' JSON "
+                             "(later tags win; '' is the untagged file)")
     args = parser.parse_args(argv)
+    if args.table is not None:
+        table, means, complete = markdown_table(_merged(args.table), args.sets)
+        print(table)
+        return
     if args.quick:
         args.splits, args.timeout = 3, min(args.timeout, 120.0)
     methods = args.methods or [*_estimator_names(), *PEERS]
@@ -290,6 +396,7 @@ def main(argv=None):
             payload["results"].setdefault(name, {})["_skipped"] = str(err)
             continue
         cells = payload["results"].setdefault(name, {})
+        cells.pop("_skipped", None)  # loads now
         for method in methods:
             if method in cells and not args.restart:
                 continue

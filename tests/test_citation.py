@@ -375,3 +375,40 @@ def test_harmonic_mixture_prior_reduces_to_the_dongle_harmonic_function(planted)
     linked = np.asarray(data.graph.to_scipy().sum(1)).ravel() > 0
     np.testing.assert_allclose(f[linked], ref[linked], atol=1e-8)
     assert lam.shape == (labels.size, 3) and info.converged
+
+
+def test_harmonic_mixture_takes_the_feature_prior():
+    from graphssl.estimators import HarmonicMixtureClassifier
+
+    data = citation_from_arrays(*_planted(n=150, p_in=0.04, p_out=0.01, seed=2))
+    labels, test = data.train_labels(), ~data.train_mask
+    hm = HarmonicMixtureClassifier(n_components=10).fit_graph(data.graph, labels,
+                                                              X=data.features)
+    alone = HarmonicMixtureClassifier(n_components=10, features=None).fit_graph(
+        data.graph, labels, X=data.features)
+    assert hm._mixture_kind(data.features) == "multinomial" and hm.prior_lambda_.shape == (10, 3)
+    assert hm.prior_weight_scores_.shape == (9,)  # DEFAULT_ETA_GRID
+    acc = [np.mean(p[test] == data.y[test]) for p in (hm.transduction_, alone.transduction_)]
+    assert acc[0] > acc[1] + 0.2, acc  # one lambda row per component: the prior lifts it
+
+
+def test_diffusion_mixture_reads_the_feature_prior(planted):
+    from graphssl.estimators import DiffusionMixtureClassifier
+    from graphssl.inference.optimize.feature_prior import fit_harmonic_with_prior
+
+    data, labels, prior = _prior_fixture(planted)
+    dm = DiffusionMixtureClassifier()
+    expected = prior.probs.copy()
+    expected[labels >= 0] = np.eye(3)[labels[labels >= 0]]
+    np.testing.assert_allclose(dm._eta(labels, 3, prior), expected.mean(0))  # eta of Eq. 5
+    assert dm._eta(labels, 3, None) is None  # no features: uniform, as before
+    start = dm._start(data.graph, labels, 3, prior)  # init="auto" with features
+    f, _, _ = fit_harmonic_with_prior(data.graph, labels, prior, n_classes=3)
+    np.testing.assert_array_equal(start, f.argmax(1))
+    assert dm._start(data.graph, labels, 3, None) is None  # random starts
+    dm.feature_prior_ = prior  # unreached nodes get the feature model's prediction
+    np.testing.assert_allclose(dm._unreached_proba(np.array([0, 1]), labels, 3),
+                               prior.probs[[0, 1]])
+    # size-aware run length: Walder's sets keep 1000 (+ 100 burn-in); CiteSeer's size 100 + 10
+    assert dm._run_length(1500, 2) == (1000, 100) and dm._run_length(3327, 6) == (100, 10)
+    assert DiffusionMixtureClassifier(n_iterations=50)._run_length(3327, 6) == (50, 100)

@@ -575,8 +575,34 @@ def test_estimator_sample_more_equals_a_longer_fit():
     assert set(np.unique(short.transduction_)) <= {5, 6}
     with pytest.raises(ValueError, match="n_iterations"):
         short.sample_more(2)
+    _assert_map_is_lowest_energy_found(whole)  # issue 25 item 4, on this fit
     forced = DiffusionMixtureClassifier(n_iterations=10, engine="pallas", **kw).fit(ds.X, y)
     scan = DiffusionMixtureClassifier(n_iterations=10, engine="scan", **kw).fit(ds.X, y)
     np.testing.assert_array_equal(forced.transduction_, scan.transduction_)
     with pytest.raises(ValueError, match="engine"):
         DiffusionMixtureClassifier(engine="cuda", **kw).fit(ds.X, y)
+
+
+def _assert_map_is_lowest_energy_found(clf):
+    """Issue 25 item 4 (see tests/test_map_is_mode.py): the reported MAP's energy
+    ``-log p(y, beta)`` is at or below the posterior-mean labelling's (at the centres the
+    search fitted to it, and at the chains' best centres) and every retained draw's."""
+    import jax.numpy as jnp
+
+    e_map = -clf.map_log_joint_
+    energies = clf.map_search_["energies"]
+    assert clf.map_search_["energy"] == pytest.approx(e_map) == min(energies.values())
+    assert set(energies) == {"chains_best", "posterior_mean", "refined_from_mean"}
+    model, state = clf.model_, clf.samples_.final_state
+    y_mean = np.asarray(clf.posterior_mean_).argmax(1)
+    y_mean = np.where(np.asarray(model.observed), np.asarray(model.labels), y_mean)
+    top = int(np.argmax(np.asarray(state.best_log_joint)))
+    e_mean_at_best_centres = float(model.energy(jnp.asarray(y_mean, jnp.int32),
+                                                jnp.asarray(state.best_beta[top])))
+    tol = 1e-6 * abs(e_map)
+    assert e_map <= energies["posterior_mean"] + tol
+    assert energies["posterior_mean"] <= e_mean_at_best_centres + tol
+    assert e_map <= float(np.min(np.asarray(clf.samples_.energy))) + tol
+    observed = np.asarray(model.observed)
+    codes = np.searchsorted(clf.classes_, clf.map_labels_)
+    assert np.all(codes[observed] == np.asarray(model.labels)[observed])

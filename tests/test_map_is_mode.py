@@ -1,5 +1,8 @@
 """Issue 25 item 4: a reported MAP is the lowest energy found (at or below the posterior-mean
-labelling and every retained draw), and the MAP search finds the exact mode where it must."""
+labelling and every retained draw) for every sampled model, and the MAP search finds the
+exact mode where it must. Potts and Boltzmann here; the diffusion mixture's check
+(``test_estimator_map_is_lowest_energy_found``) sits in tests/test_diffusion_mixture.py
+beside the estimator fits it reuses (one compilation of the mixture's kernels, not two)."""
 
 import numpy as np
 import pytest

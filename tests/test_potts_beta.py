@@ -211,3 +211,93 @@ def test_paper_graph_and_isolated_points(moons):
     A = linked.to_scipy()
     assert A[len(X) - 1, nearest] > 0 and A.nnz == W.n_edges + 2 * int(
         np.sum(np.asarray(W.degrees()) == 0))
+
+
+# ----------------------------------------------------------------------------- beta="auto"
+
+
+def _documents(topic, n=150, q=3, vocabulary=200, words=12, seed=0):
+    """Word indicators: each word from the class's own block with probability ``topic``,
+    else from a block shared by all classes; 5 labels a class."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(q), n // q)
+    block = vocabulary // (q + 1)
+    own = rng.integers(0, block, (n, words)) + block * y[:, None]
+    shared = rng.integers(q * block, vocabulary, (n, words))
+    cols = np.where(rng.uniform(size=(n, words)) < topic, own, shared).ravel()
+    F = sp.csr_matrix((np.ones(cols.size), (np.repeat(np.arange(n), words), cols)),
+                      shape=(n, vocabulary))
+    F.data[:] = 1.0
+    labels = np.full(n, -1)
+    for c in range(q):
+        chosen = rng.choice(np.flatnonzero(y == c), 5, replace=False)
+        labels[chosen] = c
+    return F, y, labels
+
+
+@pytest.mark.parametrize("topic, collapses", [(0.5, True), (0.7, False)])
+def test_auto_beta_leaves_the_ordered_phase_and_nothing_else(topic, collapses):
+    """On a cosine kNN graph of weakly separated word indicators the paper's beta puts every
+    node in one class (the ordered phase); "auto" flags it and the held-out labels choose a
+    smaller beta. Where the paper's solution is not collapsed, "auto" is the paper's fit."""
+    from graphssl.estimators.potts import PottsClassifier
+    from graphssl.inference.optimize.feature_potts import cosine_knn_graph
+
+    F, y, labels = _documents(topic)
+    W = cosine_knn_graph(F, 20)
+    free = labels < 0
+    paper = PottsClassifier(beta="nmfB").fit_graph(W, labels)
+    auto = PottsClassifier().fit_graph(W, labels)
+    largest = np.bincount(paper.transduction_[free]).max() / free.sum()
+    assert (largest > 0.95) == collapses
+    assert auto.beta_selection_["beta_nmfB"] == pytest.approx(paper.beta_)
+    if collapses:
+        assert auto.beta_selection_["flagged_classes"]
+        assert auto.beta_ < paper.beta_
+        chosen = auto.beta_selection_["betas"].index(auto.beta_)
+        held_out = auto.beta_selection_["held_out_accuracy"]
+        assert held_out[chosen] > held_out[0] and auto.beta_selection_["gain_se"][chosen] > 2
+        assert np.mean(auto.transduction_[free] == y[free]) > 0.75
+    else:
+        assert not auto.beta_selection_["flagged_classes"]
+        assert auto.beta_ == paper.beta_
+        np.testing.assert_array_equal(auto.transduction_, paper.transduction_)
+        assert np.mean(auto.transduction_[free] == y[free]) > 0.95
+
+
+def test_collapse_check_and_folds():
+    from graphssl.inference.optimize.potts_beta import class_folds, collapsed_classes
+
+    labels = np.full(600, -1)
+    labels[:60] = np.repeat([0, 1, 2], 20)
+    balanced = np.tile([0, 1, 2], 200)
+    assert collapsed_classes(balanced, labels, 3).size == 0
+    imbalanced = np.where(np.arange(600) % 10 < 5, 0, balanced)  # class 0 at 0.67 vs 0.33
+    np.testing.assert_array_equal(collapsed_classes(imbalanced, labels, 3), [0])
+    mild = np.where(np.arange(600) % 10 < 1, 1, balanced)  # class 1 at 0.40: plausible
+    assert collapsed_classes(mild, labels, 3).size == 0
+    fold = class_folds(labels, 5, seed=1)
+    assert np.all(fold[60:] == -1)
+    for c in range(3):
+        np.testing.assert_array_equal(np.bincount(fold[labels == c], minlength=5), 4)
+
+
+@pytest.mark.filterwarnings("ignore::graphssl.validation.UnreachedNodesWarning")
+def test_unreached_points_get_their_union_edges_back(moons):
+    """The mutual kNN graph leaves a far pair of points label-free; "reconnect" gives exactly
+    those nodes their union-kNN edges, every other edge stays mutual."""
+    from graphssl.estimators.potts import PottsClassifier
+
+    X, y, y_masked = moons
+    X = np.vstack([X, [[4.0, 4.0], [4.05, 4.0]]])  # a far pair: each other's only mutual
+    labels = np.r_[y_masked, -1, -1]
+    keep = PottsClassifier(unreached="keep").fit(X, labels)
+    back = PottsClassifier().fit(X, labels)
+    assert keep.n_unreached_ >= 2 and back.n_unreached_ == 0
+    assert back.n_reconnected_ == keep.n_unreached_
+    A, B = keep.graph_.to_scipy().toarray(), back.graph_.to_scipy().toarray()
+    assert np.all(B >= A) and np.all((B[-2:] > 0).sum(1) > (A[-2:] > 0).sum(1))
+    changed = np.flatnonzero((B != A).any(1))
+    assert set(changed) >= {len(X) - 2, len(X) - 1}
+    np.testing.assert_array_equal(B == B.T, True)
+    assert back.transduction_[-1] in (0, 1)

@@ -2,8 +2,8 @@
 
 The base class owns ``fit``, ``fit_graph``, ``predict``, ``predict_proba`` and every input
 check; a subclass names its model's parameters in ``__init__`` (sklearn introspects the
-signature, so list the graph options ``k, symmetrize, weight, sigma`` too and pass them to
-``super().__init__``) and implements one hook::
+signature, so list the graph options ``k, symmetrize, weight, sigma`` and ``standardize``
+too and pass them to ``super().__init__``) and implements one hook::
 
     def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:  # float[n, C]
 
@@ -26,6 +26,16 @@ Unreached nodes: unlabelled nodes in connected components without a labelled nod
 class prior (label frequencies among the labelled nodes), or the feature model's prediction
 where the estimator has one, with an :class:`~graphssl.validation.UnreachedNodesWarning`
 naming how many.
+
+Feature scaling (``standardize``): every estimator's graph rests on Euclidean distances,
+so by default (``"auto"``) ``fit`` standardises the columns of ``X`` when their spreads differ
+by more than an order of magnitude (and they are not sparse non-negative counts), and leaves
+them as they are otherwise; True always standardises, False never
+(:func:`graphssl.scaling.fit_feature_scaling`, whose docstring gives the rule and the
+measurements behind it). The fitted map is ``scaling_``; ``predict(X_new)`` applies it, and
+``fit_graph``'s node features get the same rule (sparse ones scaled, never centred). A
+subclass lists ``standardize`` in its ``__init__`` and passes it to ``super().__init__`` to
+make it a parameter (``get_params`` / ``clone``); one that does not always uses ``"auto"``.
 
 Inductive extension (``predict(X_new)``): a new point equal to a training point gets that
 point's fitted distribution; any other gets the graph-weighted mean of the fitted
@@ -50,6 +60,7 @@ from graphssl.graph import (
     unreached_nodes,
     walder_omega,
 )
+from graphssl.scaling import FeatureScaling, fit_feature_scaling
 from graphssl.validation import (
     UnreachedNodesWarning,
     check_features,
@@ -77,6 +88,9 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
       sigma: Gaussian width: a positive number, ``"kth_over_3"`` / ``None`` (mean k-th
         neighbour distance / 3, Bergamim & Breve Eq. 7) or ``"walder"``
         (``exp(-omega d^2)``, omega = 1 / mean squared distance).
+      standardize: ``"auto"`` (default: standardise the feature columns when
+        their spreads differ by more than an order of magnitude), True or False (module
+        docstring, :mod:`graphssl.scaling`).
 
     Attributes after ``fit`` / ``fit_graph``:
       classes_: the distinct labels seen (sorted); columns of the distributions.
@@ -85,16 +99,20 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
       graph_: the :class:`graphssl.graph.Graph` used.
       X_graph_: the node features (``fit``: X; ``fit_graph``: its ``X`` or None).
       n_unreached_: unlabelled nodes no label reaches (given the class prior).
+      scaling_: the :class:`~graphssl.scaling.FeatureScaling` applied to the features
+        (``scaling_.applied``, ``scaling_.reason``).
       n_features_in_: feature count (``fit`` only).
     """
 
     _requires_features = False  # True: fit_graph needs node features X
 
-    def __init__(self, k=10, symmetrize="max", weight="gaussian", sigma="kth_over_3"):
+    def __init__(self, k=10, symmetrize="max", weight="gaussian", sigma="kth_over_3",
+                 standardize="auto"):
         self.k = k
         self.symmetrize = symmetrize
         self.weight = weight
         self.sigma = sigma
+        self.standardize = standardize
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -164,6 +182,8 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite=False,
                           ensure_min_samples=2)
         X = check_features(X, name="X")
+        self.scaling_ = fit_feature_scaling(X, self.standardize)
+        X = self.scaling_.transform(X)
         self.classes_, encoded = encode_labels(y, X.shape[0], name="y")
         self.k_ = self._validate_graph_params(X.shape[0])
         graph = self._graph_from_features(X, encoded)
@@ -203,11 +223,15 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                     f"X: has {X.shape[0]} rows but the graph has {graph.n_nodes} nodes; give "
                     "one feature row per node, in the graph's node order"
                 )
-        elif self._requires_features:
-            raise ValueError(
-                f"X: {type(self).__name__} learns from node features; call "
-                "fit_graph(graph, y, X=features) or fit(X, y)"
-            )
+            self.scaling_ = fit_feature_scaling(X, self.standardize)
+            X = self.scaling_.transform(X)
+        else:
+            self.scaling_ = FeatureScaling(False, None, None, "no node features")
+            if self._requires_features:
+                raise ValueError(
+                    f"X: {type(self).__name__} learns from node features; call "
+                    "fit_graph(graph, y, X=features) or fit(X, y)"
+                )
         for stale in ("n_features_in_", "feature_names_in_"):
             if hasattr(self, stale):
                 delattr(self, stale)
@@ -234,7 +258,8 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             warnings.warn(
                 f"{type(self).__name__}: {self.n_unreached_} of {graph.n_nodes} nodes lie in "
                 "connected components without a labelled node; no label reaches them, so they "
-                "get the class prior (the labelled nodes' class frequencies). Label a node in "
+                "get the class prior (the labelled nodes' class frequencies, or the feature "
+                "model's prediction where fit_graph got node features). Label a node in "
                 "each component or connect the graph (larger k).",
                 UnreachedNodesWarning, stacklevel=3,
             )
@@ -283,7 +308,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                 "predict_proba() without X for the transductive labels"
             )
         X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=False)
-        X = check_features(X, name="X")
+        X = self.scaling_.transform(check_features(X, name="X"))
         if X.shape == self.X_fit_.shape and np.array_equal(X, self.X_fit_):
             return self.label_distributions_
         return self._predict_new(X)

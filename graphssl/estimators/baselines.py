@@ -1,7 +1,8 @@
 """Estimators for the closed-form baselines of :mod:`graphssl.inference.optimize.baselines`.
 
 Each class adds its model's parameters to the graph options of
-:class:`~graphssl.estimators.base.GraphSSLClassifier` (``k, symmetrize, weight, sigma``).
+:class:`~graphssl.estimators.base.GraphSSLClassifier` (``k, symmetrize, weight, sigma``
+and ``standardize``).
 """
 
 from __future__ import annotations
@@ -69,8 +70,10 @@ class HarmonicFunctionClassifier(FeaturePriorMixin, GraphSSLClassifier):
         features="auto",
         prior_weight="cv",
         random_state=0,
+        standardize="auto",
     ):
-        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
+        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma,
+                         standardize=standardize)
         self.method = method
         self.class_mass_normalize = class_mass_normalize
         self.normalize_graph = normalize_graph
@@ -139,8 +142,10 @@ class LGCClassifier(FeaturePriorMixin, GraphSSLClassifier):
         features="auto",
         prior_weight="cv",
         random_state=0,
+        standardize="auto",
     ):
-        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
+        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma,
+                         standardize=standardize)
         self.alpha = alpha
         self.method = method
         self.tol = tol
@@ -182,8 +187,10 @@ class ParzenWindowClassifier(GraphSSLClassifier):
         tau=5.0,
         class_prior=None,
         method="auto",
+        standardize="auto",
     ):
-        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
+        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma,
+                         standardize=standardize)
         self.tau = tau
         self.class_prior = class_prior
         self.method = method
@@ -212,8 +219,10 @@ class KNNGraphClassifier(GraphSSLClassifier):
         *,
         n_neighbors=3,
         edge_length="inverse_weight",
+        standardize="auto",
     ):
-        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
+        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma,
+                         standardize=standardize)
         self.n_neighbors = n_neighbors
         self.edge_length = edge_length
 

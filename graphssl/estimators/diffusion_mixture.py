@@ -6,18 +6,23 @@ import jax
 import numpy as np
 
 from graphssl.estimators.base import GraphSSLClassifier
+from graphssl.estimators.feature_prior import FeaturePriorMixin
 from graphssl.inference.diffusion_mixture.sampler import (
     ENGINES,
     MOVES,
     class_marginals,
-    map_estimate,
+    map_search_mixture,
     move_counts,
     sample_mixture,
     sample_mixture_until_converged,
 )
+from graphssl.inference.diffusion_mixture.selection import mixture_leave_one_out
+from graphssl.inference.optimize.feature_prior import fit_harmonic_with_prior
 from graphssl.models.diffusion_mixture import DirichletDiffusionMixture, parzen_scores
 
 __all__ = ["DiffusionMixtureClassifier", "DiffusionMixtureGridClassifier"]
+
+_COMBINE = ("average", "loo_average", "stacking", "parzen", "mixture", "psis_loo", "cpo")
 
 
 def _class_prior(class_prior, labels, n_classes):
@@ -33,14 +38,20 @@ def _class_prior(class_prior, labels, n_classes):
     return class_prior
 
 
-class DiffusionMixtureClassifier(GraphSSLClassifier):
+def _reads_psis(combine: str, default: str) -> bool:
+    """Whether a combination of the grid reads PSIS-LOO (then its Pareto k is reported)."""
+    return combine in ("stacking", "psis_loo") or (combine == "mixture" and default == "psis_loo")
+
+
+class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
     """Dirichlet mixture of graph diffusions with MRF and class-balancing potentials.
 
     Walder, Sec. 3.5 (model), Sec. 4 (MCMC), Sec. 5 (protocol: kNN graph with k = 10,
     ``w = exp(-omega d^2)``, omega from the mean squared distance, tau = 5, alpha = 0.5,
     gamma in {0, 0.8}, eta known).
 
-    Parameters (besides the graph options ``k, symmetrize, weight, sigma`` of the base):
+    Parameters (besides the graph options ``k, symmetrize, weight, sigma`` and ``standardize``
+    of the base):
       tau: diffusion time of ``K_tau = exp(-tau L / 2)``.
       alpha: Dirichlet concentration (Eq. 3); gamma: MRF strength (Eq. 4); default 0.8,
         Walder's best on Digit1 and Text (benchmarks/bench_diffusion_mixture.py, Digit1 with
@@ -49,7 +60,12 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
       balance: include p_BAL (Eq. 5); False is the Fig. 2 ablation.
       laplacian_kind: ``"symmetric"`` (I - S) or ``"walder"`` (diag(S 1) - S).
       n_chains, n_iterations, burn_in, thin: MCMC settings (one iteration = Gibbs sweep +
-        one attempt of each Metropolis–Hastings move).
+        one attempt of each Metropolis–Hastings move). ``n_iterations="auto"`` (default):
+        size-aware, a sweep costs O(m^2 C) (each node's conditional is over C classes x m
+        centres): ``1000 x (1500^2 x 2) / (m^2 C)`` iterations clipped to [100, 1000], i.e.
+        1000 up to Walder's sets (m = 1500, two classes) and 100 on CiteSeer (m = 3327,
+        C = 6; measured 0.19 CPU s an iteration of 4 chains there, 2-core CPU);
+        ``burn_in="auto"``: a tenth of the ``"auto"`` iterations (100 at 1000), else 100.
       max_components: R of the re-labelling move (Sec. 4.2).
       moves: attempts per iteration of the (re-sampling, re-labelling, split-merge,
         centred split-merge, cluster-flip, neighbourhood block, component flip) moves;
@@ -60,29 +76,55 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
       block_size: nodes re-drawn by one neighbourhood block move.
       estimate: ``"mean"`` (posterior class marginals) or ``"map"`` (most probable visited
         state refined by conditional maximisation, one-hot).
-      init: ``"random"`` (chains start apart: labels ~ eta, random centres) or ``"parzen"``
+      init: ``"random"`` (chains start apart: labels ~ eta, random centres), ``"parzen"``
         (labels from the graph Parzen window on the same D_tau, a fraction ``init_noise``
-        redrawn per chain so that chains still start apart; centres beta_i = i).
+        redrawn per chain so that chains still start apart; centres beta_i = i),
+        ``"features"`` (the same from the labels of the harmonic function with the feature
+        prior, :class:`~graphssl.estimators.baselines.HarmonicFunctionClassifier`'s route;
+        needs node features) or ``"auto"`` (default: ``"features"`` when ``fit_graph`` got
+        node features, else ``"random"``).
+      features: ``"auto"`` (default) or None. With node features (``fit_graph(graph, y,
+        X=features)``) the feature model of :mod:`graphssl.estimators.feature_prior` gives
+        (1) the class prior eta of p_BAL (Eq. 5) when ``class_prior`` is None: the expected
+        class proportions, the mean over all nodes of the one-hot labels and the feature
+        model's predictions ``h_i`` of the unlabelled nodes; (2) with ``init="auto"``, the
+        chains' start (above); (3) the distribution of every node that no label reaches
+        (a component without a labelled node): ``h_i``. The joint itself keeps Walder's
+        global eta (no per-node prior term). On CiteSeer's split_val the start moves the
+        posterior mean from 0.61 (Parzen start) to 0.64-0.65 and eta from the features adds
+        about a point (benchmarks/bench_citation.py).
       random_state: None, an int or a ``numpy.random.Generator``.
       engine: the Gibbs sweep's implementation, ``"auto"`` (one fused kernel per chain on a
         GPU, ``lax.scan`` elsewhere), ``"scan"`` or ``"pallas"`` (same draws either way; see
         :func:`~graphssl.inference.diffusion_mixture.kernels.resolve_engine`).
+      pointwise_loo: record, at every retained draw, the leave-one-out predictive of each
+        labelled node (Eq. 7 summed over its centre: ``log p(y_i | y_-i, beta_-i)``, the
+        pointwise log-likelihood of ``to_arviz()``'s ``log_likelihood`` group that ``az.loo``
+        reads); the chains run in chunks of ``thin`` iterations, the same draws as one run
+        (:func:`~graphssl.inference.diffusion_mixture.selection.mixture_leave_one_out`;
+        measured 8 % more CPU time at thin = 10). False: one sampler call, no group.
 
     Attributes after ``fit``: those of the base, plus ``model_``, ``samples_``
     (the :class:`~graphssl.inference.mcmc.chains.Samples` of
     :func:`~graphssl.inference.diffusion_mixture.sampler.sample_mixture`),
-    ``posterior_mean_`` (float[n, C]), ``map_labels_`` (int[n], values of ``classes_``),
-    ``map_log_joint_``, ``acceptance_`` (mean acceptance rate of each move attempted).
+    ``posterior_mean_`` (float[n, C]), ``map_labels_`` (int[n], values of ``classes_``: the
+    lowest energy ``-log p(y, beta)`` found among the chains' refined best state and the
+    posterior-mean labels before and after refinement, energies side by side in
+    ``map_search_``; :func:`~graphssl.inference.diffusion_mixture.sampler.map_search_mixture`),
+    ``map_log_joint_``, ``acceptance_`` (mean acceptance rate of each move attempted),
+    ``log_likelihood_`` (float[chains, draws, L] of ``pointwise_loo``, or None).
     :meth:`sample_more` continues the chains of a fitted model, :meth:`run_until_converged`
     continues them until R-hat says they agree.
     """
 
     def __init__(self, k=10, symmetrize="max", weight="gaussian", sigma="walder", tau=5.0,
                  alpha=0.5, gamma=0.8, class_prior=None, balance=True,
-                 laplacian_kind="symmetric", n_chains=4, n_iterations=1000, burn_in=100,
-                 thin=10, max_components=2, moves=(1, 1, 0), estimate="mean", init="random",
-                 init_noise=0.1, random_state=0, engine="auto", block_size=24):
-        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
+                 laplacian_kind="symmetric", n_chains=4, n_iterations="auto", burn_in="auto",
+                 thin=10, max_components=2, moves=(1, 1, 0), estimate="mean", init="auto",
+                 init_noise=0.1, random_state=0, engine="auto", block_size=24,
+                 standardize="auto", pointwise_loo=True, features="auto"):
+        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma,
+                         standardize=standardize)
         self.tau = tau
         self.alpha = alpha
         self.gamma = gamma
@@ -101,39 +143,88 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         self.random_state = random_state
         self.engine = engine
         self.block_size = block_size
+        self.pointwise_loo = pointwise_loo
+        self.features = features
 
-    def _eta(self, labels, n_classes):
+    def _eta(self, labels, n_classes, prior=None):
+        if self.class_prior is None and prior is not None:  # expected class proportions
+            expected = prior.probs.copy()
+            rows = np.flatnonzero(labels >= 0)
+            expected[rows] = np.eye(n_classes)[labels[rows]]
+            return expected.mean(axis=0)
         return _class_prior(self.class_prior, labels, n_classes)
+
+    def _run_length(self, n_nodes, n_classes):
+        """``(n_iterations, burn_in)``: the parameters, or the size-aware ``"auto"`` rules."""
+        n_iterations, burn_in = self.n_iterations, self.burn_in
+        if isinstance(n_iterations, str):
+            if n_iterations != "auto":
+                raise ValueError(f"n_iterations: use 'auto' or a positive integer, got "
+                                 f"{n_iterations!r}")
+            budget = 1000.0 * 1500**2 * 2 / (float(n_nodes) ** 2 * n_classes)
+            n_iterations = int(np.clip(round(budget), 100, 1000))
+        if isinstance(burn_in, str):
+            if burn_in != "auto":
+                raise ValueError(f"burn_in: use 'auto' or an integer >= 0, got {burn_in!r}")
+            burn_in = int(n_iterations) // 10 if self.n_iterations == "auto" else 100
+        return int(n_iterations), int(burn_in)
+
+    def _start(self, graph, labels, n_classes, prior):
+        """Initial labels of the chains (``init``), or None for random starts."""
+        init = self.init
+        if init not in ("auto", "random", "parzen", "features"):
+            raise ValueError(f"init: got {init!r}; use 'auto', 'random', 'parzen' or "
+                             "'features'")
+        if init == "auto":
+            init = "features" if prior is not None else "random"
+        if init == "parzen":
+            return np.asarray(parzen_scores(self.model_)).argmax(axis=1)
+        if init == "features":
+            if prior is None:
+                raise ValueError("init: 'features' needs node features; call "
+                                 "fit_graph(graph, y, X=features) or use init='parzen'")
+            f, _, _ = fit_harmonic_with_prior(graph, labels, prior, n_classes=n_classes)
+            return f.argmax(axis=1)
+        return None
 
     def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:
         if self.estimate not in ("mean", "map"):
             raise ValueError(f"estimate: got {self.estimate!r}; use 'mean' or 'map'")
         if self.engine not in ENGINES:
             raise ValueError(f"engine: got {self.engine!r}; use one of {ENGINES}")
+        prior = self._fit_feature_prior(labels, n_classes)
+        n_iterations, burn_in = self._run_length(graph.n_nodes, n_classes)
         self.model_ = DirichletDiffusionMixture.create(
             graph, labels, n_classes, tau=self.tau, alpha=self.alpha, gamma=self.gamma,
-            class_prior=self._eta(labels, n_classes), balance=self.balance,
+            class_prior=self._eta(labels, n_classes, prior), balance=self.balance,
             laplacian_kind=self.laplacian_kind)
-        if self.init not in ("random", "parzen"):
-            raise ValueError(f"init: got {self.init!r}; use 'random' or 'parzen'")
-        thin = min(int(self.thin), int(self.n_iterations))
-        warm = self.init == "parzen"
-        start = np.asarray(parzen_scores(self.model_)).argmax(axis=1) if warm else None
-        self.samples_ = sample_mixture(
-            self.model_, jax.random.PRNGKey(self._seed()), n_chains=self.n_chains,
-            n_iterations=self.n_iterations, burn_in=self.burn_in, thin=thin,
-            max_components=self.max_components, moves=tuple(self.moves),
-            init_beta="self" if warm else "random",
-            init_labels=start, init_noise=float(self.init_noise) if warm else 0.0,
-            engine=self.engine, block_size=int(self.block_size))
+        thin = min(int(self.thin), n_iterations)
+        start = self._start(graph, labels, n_classes, prior)
+        warm = start is not None
+        run = dict(max_components=self.max_components, moves=tuple(self.moves),
+                   engine=self.engine, block_size=int(self.block_size))
+        start_kwargs = dict(init_beta="self" if warm else "random", init_labels=start,
+                            init_noise=float(self.init_noise) if warm else 0.0)
+        key = jax.random.PRNGKey(self._seed())
+        self.log_likelihood_ = None
+        if self.pointwise_loo and np.any(labels >= 0):
+            self.samples_, loo = mixture_leave_one_out(
+                self.model_, key, n_checkpoints=n_iterations // thin, every=thin,
+                burn_in=burn_in, n_chains=self.n_chains, **run, **start_kwargs)
+            self.log_likelihood_ = loo.log_likelihood()
+        else:
+            self.samples_ = sample_mixture(
+                self.model_, key, n_chains=self.n_chains, n_iterations=n_iterations,
+                burn_in=burn_in, thin=thin, **run, **start_kwargs)
         return self._summarise(n_classes)
 
     def _summarise(self, n_classes) -> np.ndarray:
         """Posterior mean, MAP and acceptance rates from ``samples_``; the label
         distributions that ``estimate`` asks for."""
         self.posterior_mean_ = class_marginals(self.samples_)
-        map_labels, self.map_log_joint_, _ = map_estimate(self.model_, self.samples_,
-                                                          engine=self.engine)
+        map_labels, self.map_log_joint_, self.map_search_ = map_search_mixture(
+            self.model_, self.samples_, np.asarray(self.posterior_mean_).argmax(axis=1),
+            engine=self.engine)
         attempts = dict(zip(MOVES, move_counts(self.moves), strict=True))
         self.acceptance_ = {name: float(np.mean(self.samples_.stats[f"{name}_accepted"]))
                             for name, n in attempts.items() if n > 0}
@@ -153,11 +244,18 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         thin = int(self.samples_.thin)
         if int(n_iterations) < thin:
             raise ValueError(f"n_iterations: must be >= thin={thin}, got {n_iterations}")
-        self.samples_ = sample_mixture(
-            self.model_, jax.random.PRNGKey(self._seed()),
-            n_iterations=int(n_iterations), thin=thin, max_components=self.max_components,
-            moves=tuple(self.moves), resume=self.samples_, engine=self.engine,
-            block_size=int(self.block_size))
+        run = dict(max_components=self.max_components, moves=tuple(self.moves),
+                   engine=self.engine, block_size=int(self.block_size))
+        if getattr(self, "log_likelihood_", None) is not None:
+            self.samples_, loo = mixture_leave_one_out(
+                self.model_, None, n_checkpoints=int(n_iterations) // thin, every=thin,
+                resume=self.samples_, **run)
+            self.log_likelihood_ = np.concatenate([self.log_likelihood_,
+                                                   loo.log_likelihood()], axis=1)
+        else:
+            self.samples_ = sample_mixture(
+                self.model_, jax.random.PRNGKey(self._seed()), n_iterations=int(n_iterations),
+                thin=thin, resume=self.samples_, **run)
         self._set_label_distributions(self._summarise(len(self.classes_)))
         return self
 
@@ -172,7 +270,9 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         ``samples_`` becomes the checked window (its class marginals cover every iteration
         of this call) and every fitted attribute is updated from it; ``convergence_checks_``
         lists the checks (``[-1].max_rhat`` says whether the
-        target was met). Returns ``self``."""
+        target was met). The window's draws carry no pointwise log-likelihood
+        (``log_likelihood_`` becomes None; ``to_arviz()`` then has no ``log_likelihood``
+        group). Returns ``self``."""
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "samples_")
@@ -181,6 +281,7 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
             max_iterations=int(max_iterations), resume=self.samples_, pairs=pairs,
             progress=progress, thin=int(self.samples_.thin), max_components=self.max_components,
             moves=tuple(self.moves), engine=self.engine, block_size=int(self.block_size))
+        self.log_likelihood_ = None
         self._set_label_distributions(self._summarise(len(self.classes_)))
         return self
 
@@ -207,7 +308,9 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         ``posterior`` holds the energy ``-log p(y, beta)``, sorted class sizes, co-assignment
         of 10 node pairs, ``n_components`` and ``edge_agreement``; ``posterior_labels`` the
         per-node draws; ``constant_data`` the Rao-Blackwellised class marginals and the
-        refined MAP labels; ``sample_stats`` the move acceptances. ``kwargs`` go to the
+        refined MAP labels; ``sample_stats`` the move acceptances; ``log_likelihood`` the
+        leave-one-out predictive of each labelled node per draw (``pointwise_loo``; read by
+        ``az.loo`` or :func:`graphssl.diagnostics.psis_loo`). ``kwargs`` go to the
         converter."""
         from sklearn.utils.validation import check_is_fitted
 
@@ -218,6 +321,8 @@ class DiffusionMixtureClassifier(GraphSSLClassifier):
         kwargs.setdefault("extra_posterior", self._invariant_traces())
         kwargs.setdefault("label_marginals", class_marginals(self.samples_))
         kwargs.setdefault("map_labels", self._map_encoded)
+        recorded = getattr(self, "log_likelihood_", None)
+        kwargs.setdefault("log_likelihood", False if recorded is None else recorded)
         if len(getattr(self, "classes_", ())) == int(self.samples_.n_classes):
             kwargs.setdefault("class_names", self.classes_)
         return to_arviz(self.samples_, model=self.model_, **kwargs)
@@ -234,8 +339,15 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
         over the grid);
       ``"loo_average"``: weights proportional to the leave-one-out predictive of the labels
         ``prod_i CPO_i`` (pseudo-Bayesian model averaging);
+      ``"stacking"``: ``az.compare``'s stacking weights of the settings' PSIS-LOO predictives;
       ``"parzen"``: the one setting of smallest leave-one-out Parzen error (Walder's choice);
-      ``"mixture"``: the one setting of smallest leave-one-out log loss of the mixture.
+      ``"psis_loo"`` / ``"cpo"``: the one setting of largest PSIS-LOO elpd / smallest
+        harmonic-mean CPO log loss of the mixture's predictive of the labelled nodes;
+      ``"mixture"``: the mixture's default criterion of the two
+        (:data:`~graphssl.inference.diffusion_mixture.selection.DEFAULT_MIXTURE_CRITERION`).
+
+    PSIS-LOO needs ``n_checkpoints x n_chains >= 25`` draws; a
+    :class:`~graphssl.inference.loo.ParetoKWarning` names settings whose Pareto k is high.
 
     Other parameters: alpha, gamma, class_prior as :class:`DiffusionMixtureClassifier`;
     n_chains, burn_in; n_checkpoints x every iterations after burn-in (the leave-one-out
@@ -251,8 +363,10 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
 
     def __init__(self, k=10, k_grid=(5, 10, 20), tau_grid=(1.0, 2.5, 5.0, 10.0, 20.0),
                  combine="average", alpha=0.5, gamma=0.8, class_prior=None, n_chains=1,
-                 n_checkpoints=8, every=25, burn_in=100, moves=(1, 1, 0), random_state=0):
-        super().__init__(k=k, symmetrize="max", weight="gaussian", sigma="walder")
+                 n_checkpoints=40, every=5, burn_in=100, moves=(1, 1, 0), random_state=0,
+                 standardize="auto"):
+        super().__init__(k=k, symmetrize="max", weight="gaussian", sigma="walder",
+                         standardize=standardize)
         self.k_grid = k_grid
         self.tau_grid = tau_grid
         self.combine = combine
@@ -267,24 +381,28 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
         self.random_state = random_state
 
     def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:
-        from graphssl.inference.diffusion_mixture.selection import fit_grid
+        from graphssl.inference.diffusion_mixture.selection import (
+            DEFAULT_MIXTURE_CRITERION,
+            fit_grid,
+        )
 
         if self.X_fit_ is None:
             raise ValueError("graph: DiffusionMixtureGridClassifier builds one graph per k of "
                              "k_grid from the features; call fit(X, y), or "
                              "DiffusionMixtureClassifier().fit_graph(graph, y)")
-        if self.combine not in ("average", "loo_average", "parzen", "mixture"):
-            raise ValueError(f"combine: got {self.combine!r}; use 'average', 'loo_average', "
-                             "'parzen' or 'mixture'")
+        if self.combine not in _COMBINE:
+            raise ValueError(f"combine: got {self.combine!r}; use one of {_COMBINE}")
         self.grid_ = fit_grid(
             self.X_fit_, labels, k_grid=tuple(self.k_grid), tau_grid=tuple(self.tau_grid),
             class_prior=_class_prior(self.class_prior, labels, n_classes), alpha=self.alpha,
             gamma=self.gamma, key=jax.random.PRNGKey(self._seed()),
             n_chains=int(self.n_chains), n_checkpoints=int(self.n_checkpoints),
-            every=int(self.every), burn_in=int(self.burn_in), moves=tuple(self.moves))
+            every=int(self.every), burn_in=int(self.burn_in), moves=tuple(self.moves),
+            warn=_reads_psis(self.combine, DEFAULT_MIXTURE_CRITERION))
         self.scores_ = self.grid_.scores
-        if self.combine in ("average", "loo_average"):
-            self.weights_ = self.grid_.weights("uniform" if self.combine == "average" else "loo")
+        weighting = {"average": "uniform", "loo_average": "loo", "stacking": "stacking"}
+        if self.combine in weighting:
+            self.weights_ = self.grid_.weights(weighting[self.combine])
         else:
             self.weights_ = np.eye(len(self.scores_))[self.grid_.choose(self.combine)]
         top = self.scores_[int(np.argmax(self.weights_))]

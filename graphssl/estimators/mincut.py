@@ -52,7 +52,8 @@ def _scheme_weights(D, scheme, labels, observed, delta):
 class MincutClassifier(GraphSSLClassifier):
     """Graph mincut classifier (Blum & Chawla 2001).
 
-    Parameters (beyond the kNN graph options ``k, symmetrize, weight, sigma``):
+    Parameters (beyond the kNN graph options ``k, symmetrize, weight, sigma`` and
+    ``standardize`` of the base):
       scheme: ``"knn"`` (the kNN graph), ``"nn"``, ``"mincut3"``, ``"delta_zero"``,
         ``"delta_half"`` or ``"delta"`` (Sec. 3 / Sec. 5.1 weightings).
       metric: ``"euclidean"``, ``"hamming"`` or ``"infogain"`` (schemes other than knn).
@@ -82,8 +83,10 @@ class MincutClassifier(GraphSSLClassifier):
         delta=None,
         alpha=1.0,
         method="auto",
+        standardize="auto",
     ):
-        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
+        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma,
+                         standardize=standardize)
         self.scheme = scheme
         self.metric = metric
         self.delta = delta

@@ -7,7 +7,9 @@ Inference (``graphssl.inference``): naive mean field (Eqs. 15-16, Alg. 3.1), or 
 posterior sampled by Gibbs / Swendsen-Wang, which gives posterior-mean marginals and MAP
 labels with R-hat / ESS (``to_arviz()``) where mean field is a single over-confident guess.
 beta: a number, or tuned by the mode probability (Eq. 27) with ``gamma = (1 + q) / (2 q)``
-(``"nmfA"``) or ``gamma = 1`` (``"nmfB"``).
+(``"nmfA"``) or ``gamma = 1`` (``"nmfB"``); the default ``"auto"`` is ``"nmfB"`` checked for
+an ordered (collapsed) phase and lowered when held-out labels say so
+(:mod:`graphssl.inference.optimize.potts_beta`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from graphssl.inference.optimize.mean_field import (
     mean_field_labels,
     naive_mean_field,
 )
-from graphssl.models.potts import PottsModel, default_k
+from graphssl.models.potts import PottsModel, default_k, reconnect_unreached
 from graphssl.models.potts_mode_probability import BETA_PRESETS, log_mode_probability, solve_beta
 
 __all__ = ["PottsClassifier"]
@@ -41,10 +43,29 @@ class PottsClassifier(GraphSSLClassifier):
 
     Parameters:
       k: kNN neighbours; None = ``log2 N`` (the paper's choice, Sec. 5).
-      symmetrize, weight, sigma: graph options (defaults: the paper's Eqs. 6-8).
-      beta: inverse temperature: a positive number, ``"nmfA"`` or ``"nmfB"`` (Eq. 27 with
-        gamma = (1+q)/(2q) or 1, solved at the labelled rate of ``y``); numbers above
-        ``BETA_MAX = 1e8`` are the zero-temperature limit and are used as 1e8 (a warning).
+      symmetrize, weight, sigma: graph options (defaults: the paper's Eqs. 6-8);
+        unreached: ``"reconnect"`` (default) or ``"keep"``: what ``fit(X, y)`` does with
+        the points that the mutual kNN graph (``symmetrize="min"``, Eq. 8) leaves in a
+        component without a labelled point. ``"keep"`` is the paper's graph (they get the
+        class prior); ``"reconnect"`` gives them back their edges of the union kNN graph
+        (:func:`graphssl.models.potts.reconnect_unreached`), every other edge stays
+        mutual. Measured (mean field, 5 splits, 10 labels a class or the shipped splits):
+        iris 90.0 -> 94.3, wine 85.4 -> 92.7, breast_cancer 85.0 -> 90.9, digits
+        94.1 -> 95.3, two moons 96.1 -> 97.5; Digit1, COIL2 within 0.1; USPS (10 labels)
+        87.9 -> 86.5, where the class prior the unreached points got is its 80 % class.
+        standardize: feature scaling (``"auto"``, True, False; :mod:`graphssl.scaling`).
+      beta: inverse temperature: ``"auto"`` (default), a positive number, ``"nmfA"`` or
+        ``"nmfB"`` (Eq. 27 with gamma = (1+q)/(2q) or 1, solved at the labelled rate of
+        ``y``); numbers above ``BETA_MAX = 1e8`` are the zero-temperature limit and are used
+        as 1e8 (a warning). ``"auto"``: the ``"nmfB"`` beta, unless its mean-field solution
+        shows the ordered phase -- some class wins a share of the unlabelled nodes above the
+        ``1 - 10^-3 / q`` quantile of its share's posterior ``Beta(n_c + 1, L - n_c + 1)``
+        given the labelled counts -- and then the beta of ``beta_nmfB * 2^-j`` (j = 0..3)
+        with the best 5-fold held-out accuracy on the labelled nodes, if it beats
+        ``beta_nmfB`` by more than 2 paired standard errors
+        (:mod:`graphssl.inference.optimize.potts_beta`; CiteSeer's cosine kNN graph of its
+        word indicators, k = 10: 963 of 1000 test nodes in one class and 20.0 % at
+        ``"nmfB"``, 54.7 % at ``"auto"``).
       normalize: ``"row"`` (Eq. 9, default), ``"symmetric"`` (``D^-1/2 W D^-1/2``, as the
         authors' code) or None.
       clamp: False = unit fields on labelled points (Eqs. 11-12, the paper's NMF); True =
@@ -68,7 +89,10 @@ class PottsClassifier(GraphSSLClassifier):
     The samplers need a symmetric coupling: a row-normalised W (Eq. 9) is replaced by
     ``(W + W^T) / 2`` for them, whose energy is the one ``PottsModel.energy`` evaluates.
 
-    Attributes after fit (besides the base class's): ``beta_``, ``model_``,
+    Attributes after fit (besides the base class's): ``n_reconnected_`` (``fit``: nodes
+    given their union-kNN edges by ``unreached="reconnect"``), ``beta_``, ``beta_selection_``
+    (``beta="auto"``: the flagged classes and, when flagged, the held-out accuracies of the
+    grid; None otherwise), ``model_``,
     ``log_mode_probability_`` (``(1/N) ln Gamma`` of the mean-field solution, Eqs. 21-22),
     ``mean_field_`` and ``mean_field_info_`` (mean field), ``samples_``, ``map_labels_``
     (MCMC: the lowest energy found by a MAP search over the chains' best draw, ICM and
@@ -87,7 +111,7 @@ class PottsClassifier(GraphSSLClassifier):
         weight="gaussian",
         sigma="kth_over_3",
         *,
-        beta="nmfB",
+        beta="auto",
         normalize="row",
         clamp=False,
         inference="mean_field",
@@ -101,9 +125,13 @@ class PottsClassifier(GraphSSLClassifier):
         thin=1,
         random_state=0,
         features="auto",
+        standardize="auto",
+        unreached="reconnect",
     ):
-        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
+        super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma,
+                         standardize=standardize)
         self.features = features
+        self.unreached = unreached
         self.beta = beta
         self.normalize = normalize
         self.clamp = clamp
@@ -122,6 +150,23 @@ class PottsClassifier(GraphSSLClassifier):
     def _default_k(self, n: int) -> int:
         return default_k(n)
 
+    def _graph_from_features(self, X, labels):
+        """The kNN graph; with ``symmetrize="min"`` and ``unreached="reconnect"`` the nodes it
+        leaves without a label get their union-kNN edges back (``n_reconnected_``)."""
+        if self.unreached not in ("reconnect", "keep"):
+            raise ValueError(f"unreached: use 'reconnect' or 'keep', got {self.unreached!r}")
+        graph = super()._graph_from_features(X, labels)
+        self.n_reconnected_ = 0
+        if self.unreached == "keep" or self.symmetrize != "min":
+            return graph
+        from graphssl.graph import knn_graph, unreached_nodes
+
+        if not unreached_nodes(graph, labels >= 0).any():
+            return graph
+        union = knn_graph(X, self.k_, symmetrize="max", weight=self.weight, sigma=self.sigma)
+        graph, self.n_reconnected_ = reconnect_unreached(graph, union, labels >= 0)
+        return graph
+
     # ------------------------------------------------------------------ checks
     def _check_params(self):
         if self.inference not in _INFERENCE:
@@ -130,8 +175,9 @@ class PottsClassifier(GraphSSLClassifier):
             raise ValueError(f"normalize: got {self.normalize!r}; use 'row', 'symmetric' or None")
         beta = self.beta
         if isinstance(beta, str):
-            if beta not in BETA_PRESETS:
-                raise ValueError(f"beta: unknown preset {beta!r}; use {BETA_PRESETS} or a number")
+            if beta not in ("auto", *BETA_PRESETS):
+                raise ValueError(f"beta: unknown preset {beta!r}; use 'auto', "
+                                 f"{BETA_PRESETS} or a number")
         elif (isinstance(beta, bool) or not isinstance(beta, numbers.Real)
               or not np.isfinite(beta) or beta <= 0):
             raise ValueError(f"beta: must be a positive number or a preset, got {beta!r}")
@@ -141,7 +187,8 @@ class PottsClassifier(GraphSSLClassifier):
 
     def _resolve_beta(self, labels, n_classes) -> float:
         if isinstance(self.beta, str):
-            return solve_beta(self.beta, float(np.mean(labels >= 0)), n_classes)
+            preset = "nmfB" if self.beta == "auto" else self.beta
+            return solve_beta(preset, float(np.mean(labels >= 0)), n_classes)
         if self.beta > BETA_MAX:
             warnings.warn(
                 f"beta: {self.beta:.3g} exceeds {BETA_MAX:.0e}; using {BETA_MAX:.0e}, the same "
@@ -178,15 +225,23 @@ class PottsClassifier(GraphSSLClassifier):
         self.feature_fit_ = None
         self.beta_ = self._resolve_beta(labels, n_classes)
         coupling = self._normalized(graph)
-        # a row-normalised W (Eq. 9) is directed by design: the model's couplings are
-        # (W + W^T) / 2, the directed W is kept for the paper's mean field (Eq. 16)
-        model = PottsModel.from_labels(coupling, labels, n_classes, beta=self.beta_,
-                                       clamp=bool(self.clamp), asymmetric="symmetrize")
-        self.model_ = model
+
+        def build(fold_labels, beta):
+            # a row-normalised W (Eq. 9) is directed by design: the model's couplings are
+            # (W + W^T) / 2, the directed W is kept for the paper's mean field (Eq. 16)
+            return PottsModel.from_labels(coupling, fold_labels, n_classes, beta=beta,
+                                          clamp=bool(self.clamp), asymmetric="symmetrize")
+
+        model = build(labels, self.beta_)
         solution, info = naive_mean_field(model, options=self._mean_field_options())
+        modes = mean_field_labels(solution, model.unary_logits())
+        self.beta_selection_ = None
+        if self.beta == "auto":
+            model, solution, info, modes = self._check_ordered_phase(
+                build, labels, n_classes, model, solution, info, modes)
+        self.model_ = model
         self.mean_field_, self.mean_field_info_ = solution, info
         self.n_iter_ = int(info.iterations)
-        modes = mean_field_labels(solution, model.unary_logits())
         self.log_mode_probability_ = float(
             log_mode_probability(solution.log_marginals, modes) / graph.n_nodes
         )
@@ -195,6 +250,27 @@ class PottsClassifier(GraphSSLClassifier):
             return _with_modes(np.asarray(solution.marginals, dtype=np.float64),
                                np.asarray(modes))
         return self._sample(model, labels, n_classes, modes)
+
+    def _check_ordered_phase(self, build, labels, n_classes, model, solution, info, modes):
+        """``beta="auto"``: keep the fit unless its classes show the ordered phase; then the
+        held-out-accuracy check of :func:`~graphssl.inference.optimize.potts_beta.
+        cross_validated_beta` may lower beta (and the fit is redone there)."""
+        from graphssl.inference.optimize.potts_beta import collapsed_classes, cross_validated_beta
+
+        flagged = collapsed_classes(np.asarray(modes), labels, n_classes)
+        self.beta_selection_ = {"flagged_classes": flagged.tolist(), "beta_nmfB": self.beta_}
+        if flagged.size == 0:
+            return model, solution, info, modes
+        options = self._mean_field_options()
+        beta, record = cross_validated_beta(build, labels, self.beta_, options=options,
+                                            seed=self._seed())
+        self.beta_selection_.update(record)
+        if beta == self.beta_:
+            return model, solution, info, modes
+        self.beta_ = beta
+        model = build(labels, beta)
+        solution, info = naive_mean_field(model, options=options)
+        return model, solution, info, mean_field_labels(solution, model.unary_logits())
 
     def _feature_potts(self, graph, labels, n_classes):
         """The route with node features (:func:`~graphssl.inference.optimize.feature_potts.

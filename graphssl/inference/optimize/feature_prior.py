@@ -244,7 +244,8 @@ def harmonic_mixture_with_prior(graph, labels, responsibilities, prior, eta: flo
         f_L = labels, f_U = R_U lambda, rows of lambda on the simplex, c = eta / (1 - eta),
 
     (a dongle of weight ``c d_i`` gives node i the transition probability ``eta`` to its
-    prior) i.e. the backbone problem of
+    prior; a node of degree 0 gets the graph's smallest positive degree as ``d_i``, so that
+    a component of isolated nodes follows their priors) i.e. the backbone problem of
     :func:`~graphssl.inference.optimize.harmonic_lambda.solve_lambda` with
     ``A = R_U^T (Delta_UU + c D_U) R_U`` and ``b = R_U^T Delta_UL f_L - c R_U^T D_U h_U``.
 
@@ -255,7 +256,8 @@ def harmonic_mixture_with_prior(graph, labels, responsibilities, prior, eta: flo
       prior: ``h``, float[n, C]; eta: in (0, 1).
 
     Returns ``(f float64[n, C] (labelled rows one-hot, the others R lambda), lambda [M, C],
-    LambdaInfo)``.
+    LambdaInfo)``; a component with no responsibility among the unlabelled nodes does not
+    enter ``f_U`` and gets a uniform row.
     """
     return harmonic_mixture_prior_solver(graph, responsibilities, n_classes)(
         labels, prior, eta, full=True)
@@ -274,6 +276,12 @@ def harmonic_mixture_prior_solver(graph, responsibilities, n_classes: int | None
         raise ValueError(f"responsibilities: expected float[{n}, M], got shape {R.shape}")
     degrees = np.asarray(W.sum(axis=1)).ravel()
     lap = (sp.diags(degrees) - W).tocsr()
+    # dongle weights c d_i; a node of degree 0 gets the smallest positive degree, so that a
+    # component made of isolated nodes is held by their priors (with weight 0 its lambda row
+    # is undetermined: on CiteSeer such a row made the box-constrained solve run 20 000
+    # projected-gradient steps unconverged, 1.8 CPU s a solve)
+    positive = degrees[degrees > 0]
+    dongle = np.maximum(degrees, positive.min() if positive.size else 1.0)
     cache = {}
 
     def terms(labels):
@@ -281,11 +289,15 @@ def harmonic_mixture_prior_solver(graph, responsibilities, n_classes: int | None
         if key not in cache:
             cache.clear()
             lab, unl = np.flatnonzero(labels >= 0), np.flatnonzero(labels < 0)
-            R_U = R[unl]
+            # a component without responsibility among the unlabelled nodes (EM can empty
+            # one: mass 5e-41 on CiteSeer) leaves lambda's row free and the closed form's
+            # pseudo-inverse outside the simplex; it does not enter f_U, so it is left out
+            used = np.flatnonzero(R[unl].sum(axis=0) > 1e-9)
+            R_U = R[np.ix_(unl, used)]
             A = R_U.T @ np.asarray(lap[unl][:, unl] @ R_U)  # the backbone's Delta_UU block
             B = np.asarray(lap[unl][:, lab].T @ R_U).T  # R_U^T Delta_UL, [M, l]
-            P = R_U.T @ (degrees[unl, None] * R_U)  # R_U^T D_U R_U
-            cache[key] = (lab, unl, A, B, P)
+            P = R_U.T @ (dongle[unl, None] * R_U)  # R_U^T D_U R_U (dongle weights)
+            cache[key] = (lab, unl, used, R_U, A, B, P)
         return cache[key]
 
     def solve(labels, prior, eta, full=False):
@@ -295,14 +307,16 @@ def harmonic_mixture_prior_solver(graph, responsibilities, n_classes: int | None
         labels = np.asarray(labels, dtype=np.int64)
         C = int(labels.max()) + 1 if n_classes is None else int(n_classes)
         h = _check_prior(prior, n, C)
-        lab, unl, A, B, P = terms(labels)
+        lab, unl, used, R_U, A, B, P = terms(labels)
         c = float(eta) / (1.0 - float(eta))
         F = np.eye(C)[labels[lab]]
-        linear = -c * R[unl].T @ (degrees[unl, None] * h[unl])  # [M, C]
+        linear = -c * R_U.T @ (dongle[unl, None] * h[unl])  # [M, C]
         # solve_lambda reads b = B F: the prior's linear term enters as C extra columns of B
         # with identity rows in F (alpha = 0: F is read through B F only)
-        lam, info = solve_lambda(0.5 * ((A + c * P) + (A + c * P).T), np.hstack([B, linear]),
-                                 np.vstack([F, np.eye(C)]))
+        lam_used, info = solve_lambda(0.5 * ((A + c * P) + (A + c * P).T),
+                                      np.hstack([B, linear]), np.vstack([F, np.eye(C)]))
+        lam = np.full((R.shape[1], C), 1.0 / C)  # left-out components: uniform rows
+        lam[used] = lam_used
         f = np.clip(R @ lam, 0.0, None)
         f[lab] = F
         f = f / np.maximum(f.sum(axis=1, keepdims=True), 1e-300)

@@ -1,0 +1,119 @@
+"""Per-column feature scaling for the estimators' kNN graphs (``standardize=`` option).
+
+Every estimator of :mod:`graphssl.estimators` builds its graph (or its feature model) from
+Euclidean distances, which the column of largest spread dominates: on scikit-learn's wine
+(proline in the hundreds, hue near 1) the harmonic function reaches 64.6 % on raw columns and
+92.1 % standardised; breast_cancer 85.8 % and 90.0 % (10 labels a class, 3 splits). On
+columns that share one unit the spread is information and standardising costs accuracy:
+digits 97.4 -> 94.9 %, SSL-book Digit1 (10 labels) 92.8 -> 54.1 %, COIL2 60.9 -> 54.7 %.
+Hence the default rule (``standardize="auto"``):
+
+    standardise when the columns' spreads differ by more than an order of magnitude --
+    the largest standard deviation of a non-constant column exceeds ``RATIO = 10`` times
+    their median -- unless the features are non-negative with more than half the entries
+    zero (counts, indicators, tf-idf: one unit whose spread is information).
+
+Measured ratio (largest / median column std): wine 388, breast_cancer 7829 (standardised);
+iris 2.2, digits 1.5, Digit1 2.9, USPS 1.8, COIL2 1.9, two moons 1.3 (left as they are); SSL-book
+Text 13.8 but sparse non-negative (left; standardising it changes the harmonic function by
+0.1 point).
+
+Standardising is ``(x - mean) / std`` per column (a constant column is only centred); sparse
+input is scaled without centring (centring would fill it). The same map is applied to the
+points given to ``predict`` / ``predict_proba``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["FeatureScaling", "fit_feature_scaling", "STANDARDIZE_CHOICES", "RATIO"]
+
+STANDARDIZE_CHOICES = ("auto", True, False)
+RATIO = 10.0  # "an order of magnitude" between the largest and the median column spread
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureScaling:
+    """A fitted per-column scaling ``x -> (x - center) / scale``.
+
+    Fields: ``applied`` (False: the identity), ``center`` and ``scale`` (``float[d]``, or
+    None when not applied; ``center`` is zero for sparse input), ``reason`` (one line: why
+    it was or was not applied).
+    """
+
+    applied: bool
+    center: np.ndarray | None
+    scale: np.ndarray | None
+    reason: str
+
+    def transform(self, X):
+        """``X`` scaled by this map (dense: float64 copy; sparse: CSR, never centred)."""
+        if not self.applied:
+            return X
+        if sp.issparse(X):
+            return sp.csr_matrix(X @ sp.diags(1.0 / self.scale))
+        return (np.asarray(X, dtype=np.float64) - self.center) / self.scale
+
+
+def _column_std(X) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, std)`` per column, dense or sparse (population variance)."""
+    if sp.issparse(X):
+        mean = np.asarray(X.mean(axis=0)).ravel()
+        second = np.asarray(X.multiply(X).mean(axis=0)).ravel()
+        return mean, np.sqrt(np.maximum(second - mean**2, 0.0))
+    X = np.asarray(X, dtype=np.float64)
+    return X.mean(axis=0), X.std(axis=0)
+
+
+def _spread_ratio(std: np.ndarray) -> float:
+    """Largest over median standard deviation of the non-constant columns (1 if none)."""
+    tiny = 1e-12 * float(std.max()) if std.size else 0.0
+    varying = std[std > tiny]
+    if varying.size == 0:
+        return 1.0
+    return float(varying.max() / np.median(varying))
+
+
+def _one_unit_sparse(X) -> bool:
+    """Non-negative with more than half the entries zero (counts, indicators, tf-idf)."""
+    if sp.issparse(X):
+        return bool(X.nnz < 0.5 * X.shape[0] * X.shape[1] and (X.data >= 0).all())
+    X = np.asarray(X)
+    return bool(np.count_nonzero(X) < 0.5 * X.size and (X >= 0).all())
+
+
+def fit_feature_scaling(X, standardize="auto", *, name: str = "standardize") -> FeatureScaling:
+    """The scaling the ``standardize`` option asks for on ``X`` (module docstring's rule).
+
+    Args:
+      X: ``float[n, d]`` (checked features) or a scipy sparse matrix.
+      standardize: ``"auto"`` (the rule), True (always) or False (never).
+      name: the option's name in error messages.
+    Returns:
+      a :class:`FeatureScaling` (``transform`` applies it).
+    """
+    if not (isinstance(standardize, str) and standardize == "auto") and not isinstance(
+            standardize, (bool, np.bool_)):
+        raise ValueError(f"{name}: use 'auto', True or False, got {standardize!r}")
+    if standardize is False or standardize is np.False_:
+        return FeatureScaling(False, None, None, f"{name}=False")
+    mean, std = _column_std(X)
+    ratio = _spread_ratio(std)
+    if isinstance(standardize, str):
+        if _one_unit_sparse(X):
+            return FeatureScaling(False, None, None, "auto: non-negative with most entries "
+                                  "zero (counts / indicators / tf-idf share one unit)")
+        if ratio <= RATIO:
+            return FeatureScaling(False, None, None, f"auto: column spreads within a factor "
+                                  f"{ratio:.3g} <= {RATIO:g} of their median")
+        reason = f"auto: largest column spread {ratio:.3g} x the median (> {RATIO:g})"
+    else:
+        reason = f"{name}=True"
+    tiny = 1e-12 * float(std.max()) if std.size else 0.0
+    scale = np.where(std > tiny, std, 1.0)  # a constant column: centred only
+    center = np.zeros_like(mean) if sp.issparse(X) else mean
+    return FeatureScaling(True, center, scale, reason)
