@@ -1,27 +1,48 @@
-"""Overhead of numpyro's MCMC driving a label kernel, against ``sample_chains`` (same run).
+"""Overhead of numpyro's MCMC driving a label kernel, against ``sample_chains`` (CPU time).
 
-    python benchmarks/bench_numpyro_overhead.py            # N = 1e4, 4 chains
+    python benchmarks/bench_numpyro_overhead.py            # N = 1e4, 4 chains, 5 repeats
     python benchmarks/bench_numpyro_overhead.py --quick    # tiny smoke run
+    python benchmarks/bench_numpyro_overhead.py --kernels swendsen_wang --repeats 7 \
+        --drivers sample_chains_vmap,numpyro,numpyro_jit_args \
+        --out bench_numpyro_overhead_cpu_sw_focus.json     # the Swendsen-Wang check
 
-Drivers, for chromatic Gibbs (q = 10) and Swendsen–Wang (q = 2) on one kNN graph of random
-2-D points (k = 10, Gaussian weights), a Potts model (zero field, 1 % of nodes clamped):
+Kernels, on one kNN graph of random 2-D points (k = 10, Gaussian weights) with a Potts model
+(zero field, 1 % of nodes clamped): chromatic Gibbs (q = 10), Swendsen–Wang (q = 2) and the
+composed move ``compose(chromatic_gibbs, swendsen_wang)`` (q = 2). Drivers, 4 chains each:
 
-* ``sample_chains``: the library's driver (``chain_method="auto"``: chains one after
-  another inside one compiled call on a single CPU);
+* ``sample_chains``: the library's driver as shipped (``chain_method="auto"``: on one CPU
+  device the chains run one after another inside one compiled call);
+* ``sample_chains_vmap``: ``sample_chains(chain_method="vectorized")`` (chains vmapped);
 * ``numpyro``: ``MCMC(NumpyroKernel(kernel), chain_method="vectorized")`` with the model
   passed at run time, as shipped (``prepare`` once in ``init``, chains vmapped);
 * ``numpyro_seq``: the same with ``chain_map="sequential"`` (``lax.map`` over the chains
   inside every step);
-* ``numpyro_noprep``: vmapped and without the kernel's ``prepare`` (the kernel re-gathers its
-  tables every sweep: also the adapter before this benchmark).
+* ``numpyro_jit_args`` (``--drivers``, not in the default set): ``numpyro`` with
+  ``MCMC(jit_model_args=True)``, the model a traced argument of the compiled loop instead of
+  a constant baked into it.
 
-numpyro 0.22 re-jits its collection loop on every ``MCMC.run`` (a fresh ``jit`` wrapper), so
-the JAX persistent compilation cache (a temporary folder) is switched on and every driver runs
-each size once untimed: the timed runs then pay tracing but not XLA compilation. Each driver
-is timed at ``S`` and ``2 S`` steps and the steady-state cost per sweep is the slope; both
-runs store every draw (thin 1, energy per draw). The ratio printed is numpyro /
-sample_chains per sweep. Times are the minimum over repeats (the machine is shared); the
-1-minute load average is recorded.
+Ratios compare like with like: ``numpyro / sample_chains_vmap`` (both vmap the chains: the
+adapter's own cost), ``numpyro_seq / sample_chains`` (both map the chains one after another)
+and ``numpyro / sample_chains`` (the two defaults). Target: the like-with-like ratios <= 1.10.
+
+Measurement, made for a shared, loaded machine: every driver is timed in **CPU seconds of this
+process** (``time.process_time``: every thread of XLA's runtime counted; time spent waiting for
+a core is not) at ``S`` and ``2 S`` retained steps, and its steady-state cost per sweep is the
+slope ``(t(2S) - t(S)) / S`` (tracing, compilation and dispatch cancel). Repeats are
+**interleaved**: each repeat runs every driver once, in a fresh random order, so a burst of
+load hits all drivers alike; each ratio is formed within a repeat, and the table gives the
+median over repeats with the interquartile range; a single run now and then costs seconds more
+(on the loaded, memory-short machine of the recorded runs: a stall, not the driver), and the
+median discards it (``run_cpu_s`` keeps every raw time). ``sample_chains`` stores labels,
+energy and move statistics of every draw; numpyro collects the labels of every draw (its state
+computes the energy at every step). numpyro 0.22 re-traces its collection loop on every
+``MCMC.run`` (about 0.2-0.6 CPU s per run at N = 1e4, spread ~0.02 s: the slope removes it), so
+the JAX persistent compilation cache (a temporary folder) is on and every driver runs each size
+twice untimed first. ``S = 400`` keeps that spread under ~3 % of a slope. XLA runs
+single-threaded (``--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``;
+``--threads=default`` keeps XLA's thread pool): on a loaded machine the pool's idle workers add
+CPU time that has nothing to do with the driver and varies from run to run. The 1-minute load
+average is recorded.
 Writes ``benchmarks/results/bench_numpyro_overhead_<backend>.json``.
 """
 
@@ -31,76 +52,122 @@ import argparse
 import json
 import os
 import platform
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import jax
-import numpy as np
+SINGLE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+_ARGS = " ".join(sys.argv[1:]).replace("=", " ").split()
+if "--threads default" not in " ".join(_ARGS):
+    # single-threaded XLA, set before jax is imported (module docstring)
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {SINGLE_THREAD}".strip()
 
-from graphssl.graph import knn_graph
-from graphssl.inference.mcmc.chains import sample_chains
-from graphssl.inference.mcmc.gibbs import chromatic_gibbs
-from graphssl.inference.mcmc.numpyro_adapter import NumpyroKernel
-from graphssl.inference.mcmc.swendsen_wang import swendsen_wang
-from graphssl.models.potts import PottsModel
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from graphssl.graph import knn_graph  # noqa: E402
+from graphssl.inference.mcmc.chains import sample_chains  # noqa: E402
+from graphssl.inference.mcmc.gibbs import chromatic_gibbs  # noqa: E402
+from graphssl.inference.mcmc.kernels import compose  # noqa: E402
+from graphssl.inference.mcmc.numpyro_adapter import NumpyroKernel  # noqa: E402
+from graphssl.inference.mcmc.swendsen_wang import swendsen_wang  # noqa: E402
+from graphssl.models.potts import PottsModel  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULT_DRIVERS = ("sample_chains", "sample_chains_vmap", "numpyro", "numpyro_seq")
+RATIOS = {  # name -> (numerator, denominator)
+    "numpyro/sample_chains_vmap": ("numpyro", "sample_chains_vmap"),
+    "numpyro_seq/sample_chains": ("numpyro_seq", "sample_chains"),
+    "numpyro/sample_chains": ("numpyro", "sample_chains"),
+    "numpyro_jit_args/sample_chains_vmap": ("numpyro_jit_args", "sample_chains_vmap"),
+}
 
 
-def best_time(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - start)
-    return min(times)
+def cpu_seconds(fn, steps) -> float:
+    """CPU seconds of this process (all threads) for ``fn(steps)``, results ready."""
+    start = time.process_time()
+    jax.block_until_ready(fn(steps))
+    return time.process_time() - start
 
 
 def drivers(kernel, model, n_chains):
     """name -> function(steps) running that many retained steps and returning the labels."""
 
-    def chains(steps):
-        return sample_chains(kernel, model, jax.random.key(0), n_chains=n_chains,
-                             n_samples=steps, burn_in=0).labels
+    def chains(chain_method):
+        def go(steps):
+            return sample_chains(kernel, model, jax.random.key(0), n_chains=n_chains,
+                                 n_samples=steps, burn_in=0, chain_method=chain_method).labels
 
-    def numpyro(numpyro_kernel):
+        return go
+
+    def numpyro(numpyro_kernel, jit_model_args=False):
         from numpyro.infer import MCMC
 
         def go(steps):
             mcmc = MCMC(numpyro_kernel, num_warmup=0, num_samples=steps, num_chains=n_chains,
-                        chain_method="vectorized", progress_bar=False)
+                        chain_method="vectorized", progress_bar=False,
+                        jit_model_args=jit_model_args)
             mcmc.run(jax.random.key(0), model)
             return mcmc.get_samples()["labels"]
 
         return go
 
     return {
-        "sample_chains": chains,
+        "sample_chains": chains("auto"),
+        "sample_chains_vmap": chains("vectorized"),
         "numpyro": numpyro(NumpyroKernel(kernel)),
         "numpyro_seq": numpyro(NumpyroKernel(kernel, chain_map="sequential")),
-        "numpyro_noprep": numpyro(NumpyroKernel(kernel._replace(prepare=None), chain_map="vmap")),
+        "numpyro_jit_args": numpyro(NumpyroKernel(kernel), jit_model_args=True),
     }
 
 
-def bench(name, kernel, model, n_chains, steps, repeats):
+def summary(values) -> dict:
+    """Median and interquartile range of a list of numbers."""
+    q25, q50, q75 = np.percentile(np.asarray(values, float), [25, 50, 75])
+    return {"median": float(q50), "q25": float(q25), "q75": float(q75)}
+
+
+def bench(name, kernel, model, n_chains, steps, repeats, rng, names=DEFAULT_DRIVERS):
+    runs = {d: fn for d, fn in drivers(kernel, model, n_chains).items() if d in names}
+    for _ in range(2):  # untimed, twice (compilation caches filled, allocations settled)
+        for fn in runs.values():
+            fn(steps), fn(2 * steps)
+    sweep_ms = {d: [] for d in runs}
+    run_cpu_s = {d: [] for d in runs}  # [repeat] -> (t(S), t(2S)), for the record
+    for r in range(repeats):
+        for driver in rng.permutation(list(runs)):
+            sizes = rng.permutation([steps, 2 * steps])
+            t = {int(s): cpu_seconds(runs[driver], int(s)) for s in sizes}
+            sweep_ms[driver].append(1e3 * (t[2 * steps] - t[steps]) / steps)
+            run_cpu_s[driver].append((t[steps], t[2 * steps]))
+        print(f"  {name} repeat {r + 1}/{repeats}: "
+              + ", ".join(f"{d} {v[-1]:.2f} ms" for d, v in sweep_ms.items()), flush=True)
     row = {"kernel": name, "n": model.n_nodes, "q": model.n_classes, "n_chains": n_chains,
-           "steps": steps}
-    runs = drivers(kernel, model, n_chains)
-    for driver, fn in runs.items():
-        fn(steps), fn(2 * steps)  # untimed: fills the compilation caches for both sizes
-        t1 = best_time(lambda f=fn: f(steps), repeats)
-        t2 = best_time(lambda f=fn: f(2 * steps), repeats)
-        row[f"{driver}_run_s"] = t1
-        row[f"{driver}_sweep_ms"] = 1e3 * (t2 - t1) / steps
-        print(f"  {name} {driver}: {steps} steps {t1:.2f} s, {2 * steps} steps {t2:.2f} s",
-              flush=True)
-    base = row["sample_chains_sweep_ms"]
-    for driver in runs:
-        if driver != "sample_chains":
-            row[f"{driver}_ratio"] = row[f"{driver}_sweep_ms"] / base
+           "steps": steps, "repeats": repeats, "sweep_cpu_ms": sweep_ms,
+           "run_cpu_s": run_cpu_s,
+           "sweep_cpu_ms_summary": {d: summary(v) for d, v in sweep_ms.items()}}
+    row["ratios"] = {
+        ratio: summary(np.asarray(sweep_ms[a]) / np.asarray(sweep_ms[b]))
+        for ratio, (a, b) in RATIOS.items() if a in runs and b in runs
+    }
     row["loadavg_1min"] = os.getloadavg()[0]
     return row
+
+
+def print_table(rows):
+    print("CPU ms per sweep (median over repeats) and ratios (median [q25, q75] of the "
+          "per-repeat ratios)")
+    names = list(rows[0]["sweep_cpu_ms_summary"])
+    print(f"{'kernel':16} {'n':>6} {'q':>3} " + " ".join(f"{d:>18}" for d in names)
+          + " " + " ".join(f"{r:>28}" for r in rows[0]["ratios"]) + f" {'load':>5}")
+    for row in rows:
+        ms = " ".join(f"{row['sweep_cpu_ms_summary'][d]['median']:18.2f}" for d in names)
+        ratios = " ".join(
+            f"{s['median']:8.3f} [{s['q25']:.3f}, {s['q75']:.3f}]".rjust(28)
+            for s in row["ratios"].values())
+        print(f"{row['kernel']:16} {row['n']:>6} {row['q']:>3} {ms} {ratios} "
+              f"{row['loadavg_1min']:5.1f}")
 
 
 def main():
@@ -108,39 +175,51 @@ def main():
     parser.add_argument("--quick", action="store_true", help="tiny smoke sizes")
     parser.add_argument("--n", type=int, default=None)
     parser.add_argument("--steps", type=int, default=None)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--kernels", default="chromatic_gibbs,swendsen_wang,composed",
+                        help="comma-separated subset of the kernels")
+    parser.add_argument("--threads", choices=("single", "default"), default="single",
+                        help="XLA's CPU threads (read before jax is imported)")
+    parser.add_argument("--drivers", default=",".join(DEFAULT_DRIVERS),
+                        help="comma-separated drivers; also numpyro_jit_args (the model "
+                             "as a traced argument, MCMC(jit_model_args=True))")
+    parser.add_argument("--out", default=None, help="results file name (default by backend)")
     args = parser.parse_args()
     jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="jax_cache_"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     n = args.n or (2000 if args.quick else 10000)
-    steps = args.steps or (10 if args.quick else 150)
+    steps = args.steps or (100 if args.quick else 400)
+    repeats = args.repeats or (3 if args.quick else 5)
     rng = np.random.default_rng(0)
     graph = knn_graph(rng.random((n, 2)), 10)
-    labels = np.full(n, -1)
     clamped = rng.choice(n, n // 100, replace=False)
+    kernels = {"chromatic_gibbs": (chromatic_gibbs(graph), 10),
+               "swendsen_wang": (swendsen_wang(), 2),
+               "composed": (compose(chromatic_gibbs(graph), swendsen_wang()), 2)}
     rows = []
-    for name, kernel, q in (("chromatic_gibbs", chromatic_gibbs(graph), 10),
-                            ("swendsen_wang", swendsen_wang(), 2)):
-        labels[clamped] = rng.integers(0, q, clamped.size)
+    for name in args.kernels.split(","):
+        kernel, q = kernels[name]
+        labels = np.full(n, -1)
+        labels[clamped] = np.random.default_rng(1).integers(0, q, clamped.size)
         model = PottsModel.create(graph, q, beta=1.0, labels=labels)
-        rows.append(bench(name, kernel, model, 4, steps, args.repeats))
+        rows.append(bench(name, kernel, model, 4, steps, repeats, rng,
+                          tuple(args.drivers.split(","))))
+        # every MCMC.run leaves a new executable in JAX's caches (its loop is re-traced): drop
+        # them between kernels (a whole run once ran out of memory on the shared machine)
+        jax.clear_caches()
     device = jax.devices()[0].device_kind
     out = {"device": device, "backend": jax.default_backend(), "cpu_count": os.cpu_count(),
            "python": platform.python_version(), "jax": jax.__version__,
-           "numpyro": __import__("numpyro").__version__, "rows": rows}
+           "numpyro": __import__("numpyro").__version__, "clock": "process_time (CPU s)",
+           "xla_flags": os.environ.get("XLA_FLAGS", ""),
+           "rows": rows}
     RESULTS.mkdir(exist_ok=True)
     suffix = "quick" if args.quick else jax.default_backend()
-    (RESULTS / f"bench_numpyro_overhead_{suffix}.json").write_text(json.dumps(out, indent=1))
-    print(f"device {device}, {os.cpu_count()} cores; per-sweep ms (slope), ratio vs "
-          "sample_chains")
-    print(f"{'kernel':16} {'n':>7} {'q':>3} {'sample_chains':>13} {'numpyro':>14} "
-          f"{'numpyro_seq':>14} {'numpyro_noprep':>15} {'load':>5}")
-    for r in rows:
-        cells = [f"{r[d + '_sweep_ms']:7.2f} {r[d + '_ratio']:5.2f}x"
-                 for d in ("numpyro", "numpyro_seq", "numpyro_noprep")]
-        print(f"{r['kernel']:16} {r['n']:>7} {r['q']:>3} {r['sample_chains_sweep_ms']:13.2f} "
-              f"{cells[0]:>14} {cells[1]:>14} {cells[2]:>15} {r['loadavg_1min']:5.1f}")
+    name = args.out or f"bench_numpyro_overhead_{suffix}.json"
+    (RESULTS / name).write_text(json.dumps(out, indent=1))
+    print(f"device {device}, {os.cpu_count()} cores")
+    print_table(rows)
 
 
 if __name__ == "__main__":
