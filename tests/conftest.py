@@ -8,7 +8,10 @@ import pytest
 
 from graphssl._memory_maps import release_executables_near_limit
 
-# no test depends on JAX's persistent compilation cache (graphssl.config): it is off here
+# The import above has already configured JAX's persistent compilation cache as for a user
+# (graphssl.config: on by default; no test reads anything it did not write in this run on a
+# fresh machine such as CI's). This setting turns it off in the processes the tests start
+# (notebook kernels, CLI and checkpoint subprocesses).
 os.environ.setdefault("GRAPHSSL_JAX_CACHE", "0")
 jax.config.update("jax_enable_x64", True)
 
