@@ -33,7 +33,7 @@ slope ``(t(2S) - t(S)) / S`` (tracing, compilation and dispatch cancel). Repeats
 load hits all drivers alike; each ratio is formed within a repeat, and the table gives the
 median over repeats with the interquartile range; a single run now and then costs seconds more
 (on the loaded, memory-short machine of the recorded runs: a stall, not the driver), and the
-median discards it (``run_cpu_s`` keeps every raw time). ``sample_chains`` stores labels,
+median discards it (``run_s`` keeps every raw time). ``sample_chains`` stores labels,
 energy and move statistics of every draw; numpyro collects the labels of every draw (its state
 computes the energy at every step). numpyro 0.22 re-traces its collection loop on every
 ``MCMC.run`` (about 0.2-0.6 CPU s per run at N = 1e4, spread ~0.02 s: the slope removes it), so
@@ -42,7 +42,9 @@ twice untimed first. ``S = 400`` keeps that spread under ~3 % of a slope. XLA ru
 single-threaded (``--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``;
 ``--threads=default`` keeps XLA's thread pool): on a loaded machine the pool's idle workers add
 CPU time that has nothing to do with the driver and varies from run to run. The 1-minute load
-average is recorded.
+average is recorded. On an accelerator (``--clock auto``) every time is elapsed time instead
+(``time.perf_counter``, results ready): the host's CPU time does not count the device's work.
+Keys ``sweep_ms`` / ``run_s`` hold the clock named in the row's ``clock``.
 Writes ``benchmarks/results/bench_numpyro_overhead_<backend>.json``.
 """
 
@@ -84,11 +86,17 @@ RATIOS = {  # name -> (numerator, denominator)
 }
 
 
-def cpu_seconds(fn, steps) -> float:
-    """CPU seconds of this process (all threads) for ``fn(steps)``, results ready."""
-    start = time.process_time()
+CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+
+
+def seconds(fn, steps, clock="cpu") -> float:
+    """Seconds of ``clock`` for ``fn(steps)``, results ready: ``"cpu"``, CPU seconds of this
+    process (all threads); ``"wall"``, elapsed time (on a GPU the host's CPU time does not
+    count the device's work)."""
+    tick = CLOCKS[clock]
+    start = tick()
     jax.block_until_ready(fn(steps))
-    return time.process_time() - start
+    return tick() - start
 
 
 def drivers(kernel, model, n_chains):
@@ -128,25 +136,26 @@ def summary(values) -> dict:
     return {"median": float(q50), "q25": float(q25), "q75": float(q75)}
 
 
-def bench(name, kernel, model, n_chains, steps, repeats, rng, names=DEFAULT_DRIVERS):
+def bench(name, kernel, model, n_chains, steps, repeats, rng, names=DEFAULT_DRIVERS,
+          clock="cpu", warmup=2):
     runs = {d: fn for d, fn in drivers(kernel, model, n_chains).items() if d in names}
-    for _ in range(2):  # untimed, twice (compilation caches filled, allocations settled)
+    for _ in range(warmup):  # untimed (compilation caches filled, allocations settled)
         for fn in runs.values():
             fn(steps), fn(2 * steps)
     sweep_ms = {d: [] for d in runs}
-    run_cpu_s = {d: [] for d in runs}  # [repeat] -> (t(S), t(2S)), for the record
+    run_s = {d: [] for d in runs}  # [repeat] -> (t(S), t(2S)), for the record
     for r in range(repeats):
         for driver in rng.permutation(list(runs)):
             sizes = rng.permutation([steps, 2 * steps])
-            t = {int(s): cpu_seconds(runs[driver], int(s)) for s in sizes}
+            t = {int(s): seconds(runs[driver], int(s), clock) for s in sizes}
             sweep_ms[driver].append(1e3 * (t[2 * steps] - t[steps]) / steps)
-            run_cpu_s[driver].append((t[steps], t[2 * steps]))
+            run_s[driver].append((t[steps], t[2 * steps]))
         print(f"  {name} repeat {r + 1}/{repeats}: "
               + ", ".join(f"{d} {v[-1]:.2f} ms" for d, v in sweep_ms.items()), flush=True)
     row = {"kernel": name, "n": model.n_nodes, "q": model.n_classes, "n_chains": n_chains,
-           "steps": steps, "repeats": repeats, "sweep_cpu_ms": sweep_ms,
-           "run_cpu_s": run_cpu_s,
-           "sweep_cpu_ms_summary": {d: summary(v) for d, v in sweep_ms.items()}}
+           "steps": steps, "repeats": repeats, "clock": clock, "sweep_ms": sweep_ms,
+           "run_s": run_s,
+           "sweep_ms_summary": {d: summary(v) for d, v in sweep_ms.items()}}
     row["ratios"] = {
         ratio: summary(np.asarray(sweep_ms[a]) / np.asarray(sweep_ms[b]))
         for ratio, (a, b) in RATIOS.items() if a in runs and b in runs
@@ -156,13 +165,13 @@ def bench(name, kernel, model, n_chains, steps, repeats, rng, names=DEFAULT_DRIV
 
 
 def print_table(rows):
-    print("CPU ms per sweep (median over repeats) and ratios (median [q25, q75] of the "
-          "per-repeat ratios)")
-    names = list(rows[0]["sweep_cpu_ms_summary"])
+    print(f"{rows[0]['clock']} ms per sweep (median over repeats) and ratios (median [q25, q75] "
+          "of the per-repeat ratios)")
+    names = list(rows[0]["sweep_ms_summary"])
     print(f"{'kernel':16} {'n':>6} {'q':>3} " + " ".join(f"{d:>18}" for d in names)
           + " " + " ".join(f"{r:>28}" for r in rows[0]["ratios"]) + f" {'load':>5}")
     for row in rows:
-        ms = " ".join(f"{row['sweep_cpu_ms_summary'][d]['median']:18.2f}" for d in names)
+        ms = " ".join(f"{row['sweep_ms_summary'][d]['median']:18.2f}" for d in names)
         ratios = " ".join(
             f"{s['median']:8.3f} [{s['q25']:.3f}, {s['q75']:.3f}]".rjust(28)
             for s in row["ratios"].values())
@@ -174,7 +183,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny smoke sizes")
     parser.add_argument("--n", type=int, default=None)
-    parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--steps", default=None,
+                        help="S, one number or one per kernel (comma-separated, in --kernels' "
+                             "order): on a GPU a sweep takes ~0.1-1 ms and numpyro's per-run "
+                             "re-trace jitters by tens of ms, so S must be thousands there")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed rounds first")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--kernels", default="chromatic_gibbs,swendsen_wang,composed",
                         help="comma-separated subset of the kernels")
@@ -183,13 +196,21 @@ def main():
     parser.add_argument("--drivers", default=",".join(DEFAULT_DRIVERS),
                         help="comma-separated drivers; also numpyro_jit_args (the model "
                              "as a traced argument, MCMC(jit_model_args=True))")
+    parser.add_argument("--clock", choices=("auto", "cpu", "wall"), default="auto",
+                        help="cpu: CPU seconds of this process; wall: elapsed; auto: cpu on a "
+                             "CPU backend, wall on an accelerator")
     parser.add_argument("--out", default=None, help="results file name (default by backend)")
     args = parser.parse_args()
+    clock = args.clock if args.clock != "auto" else (
+        "cpu" if jax.default_backend() == "cpu" else "wall")
     jax.config.update("jax_compilation_cache_dir", tempfile.mkdtemp(prefix="jax_cache_"))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     n = args.n or (2000 if args.quick else 10000)
-    steps = args.steps or (100 if args.quick else 400)
+    kernel_names = args.kernels.split(",")
+    steps = [int(s) for s in (args.steps or ("100" if args.quick else "400")).split(",")]
+    steps = dict(zip(kernel_names, steps * len(kernel_names) if len(steps) == 1 else steps,
+                     strict=True))
     repeats = args.repeats or (3 if args.quick else 5)
     rng = np.random.default_rng(0)
     graph = knn_graph(rng.random((n, 2)), 10)
@@ -198,20 +219,21 @@ def main():
                "swendsen_wang": (swendsen_wang(), 2),
                "composed": (compose(chromatic_gibbs(graph), swendsen_wang()), 2)}
     rows = []
-    for name in args.kernels.split(","):
+    for name in kernel_names:
         kernel, q = kernels[name]
         labels = np.full(n, -1)
         labels[clamped] = np.random.default_rng(1).integers(0, q, clamped.size)
         model = PottsModel.create(graph, q, beta=1.0, labels=labels)
-        rows.append(bench(name, kernel, model, 4, steps, repeats, rng,
-                          tuple(args.drivers.split(","))))
+        rows.append(bench(name, kernel, model, 4, steps[name], repeats, rng,
+                          tuple(args.drivers.split(",")), clock, args.warmup))
         # every MCMC.run leaves a new executable in JAX's caches (its loop is re-traced): drop
         # them between kernels (a whole run once ran out of memory on the shared machine)
         jax.clear_caches()
     device = jax.devices()[0].device_kind
     out = {"device": device, "backend": jax.default_backend(), "cpu_count": os.cpu_count(),
            "python": platform.python_version(), "jax": jax.__version__,
-           "numpyro": __import__("numpyro").__version__, "clock": "process_time (CPU s)",
+           "numpyro": __import__("numpyro").__version__,
+           "clock": {"cpu": "process_time (CPU s)", "wall": "perf_counter (s)"}[clock],
            "xla_flags": os.environ.get("XLA_FLAGS", ""),
            "rows": rows}
     RESULTS.mkdir(exist_ok=True)

@@ -11,6 +11,8 @@
 #                                        # saved chains per call (3 back-to-back calls = 3e5)
 #   bash benchmarks/gpu_session.sh 8     # the GPU tests, Dirichlet mixture on g241c / g241n with
 #                                        # the fused sweep, GRF from features end to end
+#   bash benchmarks/gpu_session.sh 9     # numpyro's MCMC driving the label kernels against
+#                                        # sample_chains, elapsed time (issue 27 item 5)
 #   bash benchmarks/gpu_session.sh smoke # every script at toy size (run it on a CPU first)
 #
 # Each script runs under its own time limit (`timeout`), so one that overruns leaves the others
@@ -119,6 +121,15 @@ case $part in
       --engine pallas --iterations 2000 --burn-in 200 --thin 50 \
       --out benchmarks/results/bench_diffusion_mixture_gpu_g241.json
     run end_to_end 90 benchmarks/bench_end_to_end.py --splits 5 --repeats 3 --tag gpu
+    ;;
+  9)  # issue 27 item 5 on a GPU: numpyro's overhead over sample_chains (wall clock; S in the
+      # thousands, so S sweeps outweigh the ~tens of ms jitter of numpyro's per-run re-trace)
+    drivers=sample_chains,sample_chains_vmap,numpyro
+    run numpyro_1e4 200 benchmarks/bench_numpyro_overhead.py --n 10000 --steps 4000,1500,1500 \
+      --repeats 3 --warmup 1 --drivers $drivers --out bench_numpyro_overhead_gpu.json
+    run numpyro_1e5 130 benchmarks/bench_numpyro_overhead.py --n 100000 --steps 2000,1000 \
+      --repeats 3 --warmup 1 --kernels chromatic_gibbs,swendsen_wang --drivers $drivers \
+      --out bench_numpyro_overhead_gpu_1e5.json
     ;;
   *)
     echo "unknown part $part" >&2
