@@ -125,16 +125,16 @@ def run_speed(sizes, methods, kind, limits=None):
             if reference is None:
                 reference = result
             row.update(
-                solve_s=result.info["seconds"],
-                solve_cpu_s=result.info["cpu_seconds"],
+                solve_s=result.info.seconds,
+                solve_cpu_s=result.info.cpu_seconds,
                 cut_value=result.cut_value,
                 relative_gap=(result.cut_value - reference.cut_value)
                 / max(reference.cut_value, 1e-300),
                 same_labels=bool(np.array_equal(side, reference.source_side)),
                 accuracy=acc,
-                rounding_bound=result.info.get("rounding_bound"),
+                rounding_bound=result.info.rounding_bound,
             )
-            estimate[method] = result.info["seconds"] * 20  # next size 10x; measured ~20x
+            estimate[method] = result.info.seconds * 20  # next size 10x; measured ~20x
             rows.append(row)
             print(_fmt(row), flush=True)
     for n in sizes:

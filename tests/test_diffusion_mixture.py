@@ -590,8 +590,8 @@ def _assert_map_is_lowest_energy_found(clf):
     import jax.numpy as jnp
 
     e_map = -clf.map_log_joint_
-    energies = clf.map_search_["energies"]
-    assert clf.map_search_["energy"] == pytest.approx(e_map) == min(energies.values())
+    energies = clf.map_search_.energies
+    assert clf.map_search_.energy == pytest.approx(e_map) == min(energies.values())
     assert set(energies) == {"chains_best", "posterior_mean", "refined_from_mean"}
     model, state = clf.model_, clf.samples_.final_state
     y_mean = np.asarray(clf.posterior_mean_).argmax(1)

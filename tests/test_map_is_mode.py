@@ -43,10 +43,10 @@ def test_potts_map_at_or_below_mean_and_draws(blobs, inference):
     clf.fit(X, labels)
     codes = np.searchsorted(clf.classes_, clf.map_labels_)
     _assert_map_is_lowest(clf.model_, codes, clf.samples_, clf.label_distributions_)
-    energies = clf.map_search_["energies"]
-    assert clf.map_search_["energy"] == min(energies.values())
+    energies = clf.map_search_.energies
+    assert clf.map_search_.energy == min(energies.values())
     assert {"chains_best", "posterior_mean", "icm_from_chains", "alpha_expansion"} <= set(energies)
-    assert clf.map_report_["verdict"] in ("agree", "model", "search")
+    assert clf.map_report_.verdict in ("agree", "model", "search")
 
 
 def test_boltzmann_map_at_or_below_mean_and_draws(blobs):
@@ -74,10 +74,13 @@ def test_map_search_finds_exact_mode_on_small_graph(n_classes):
     bad_start = np.zeros(10, np.int64)  # a poor start: the search must leave it
     y, info = map_search(model, posterior_mean=bad_start)
     mode, e_mode = exact_map(model)
-    assert info["energy"] == pytest.approx(float(e_mode), abs=1e-5)
+    assert info.energy == pytest.approx(float(e_mode), abs=1e-5)
     assert float(model.energy(np.asarray(y, np.int32))) == pytest.approx(float(e_mode), abs=1e-5)
+    assert info.best in info.energies and info.expansion_skipped is None
+    assert info.expansion.converged and info.expansion_start in info.energies
     report = map_report(y, bad_start, info)
-    assert report["verdict"] == ("agree" if np.array_equal(y, bad_start) else "model")
+    assert report._fields == ("disagreement", "energies", "best", "verdict", "explanation")
+    assert report.verdict == ("agree" if np.array_equal(y, bad_start) else "model")
 
 
 def test_map_search_needs_a_start():

@@ -250,16 +250,18 @@ def test_auto_beta_leaves_the_ordered_phase_and_nothing_else(topic, collapses):
     auto = PottsClassifier().fit_graph(W, labels)
     largest = np.bincount(paper.transduction_[free]).max() / free.sum()
     assert (largest > 0.95) == collapses
-    assert auto.beta_selection_["beta_nmfB"] == pytest.approx(paper.beta_)
+    assert auto.beta_selection_.beta_nmfB == pytest.approx(paper.beta_)
     if collapses:
-        assert auto.beta_selection_["flagged_classes"]
+        assert auto.beta_selection_.flagged_classes
         assert auto.beta_ < paper.beta_
-        chosen = auto.beta_selection_["betas"].index(auto.beta_)
-        held_out = auto.beta_selection_["held_out_accuracy"]
-        assert held_out[chosen] > held_out[0] and auto.beta_selection_["gain_se"][chosen] > 2
+        record = auto.beta_selection_.cross_validation
+        chosen = record.betas.index(auto.beta_)
+        held_out = record.held_out_accuracy
+        assert held_out[chosen] > held_out[0] and record.gain_se[chosen] > 2
         assert np.mean(auto.transduction_[free] == y[free]) > 0.75
     else:
-        assert not auto.beta_selection_["flagged_classes"]
+        assert not auto.beta_selection_.flagged_classes
+        assert auto.beta_selection_.cross_validation is None
         assert auto.beta_ == paper.beta_
         np.testing.assert_array_equal(auto.transduction_, paper.transduction_)
         assert np.mean(auto.transduction_[free] == y[free]) > 0.95

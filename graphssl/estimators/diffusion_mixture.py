@@ -110,7 +110,7 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
     ``posterior_mean_`` (float[n, C]), ``map_labels_`` (int[n], values of ``classes_``: the
     lowest energy ``-log p(y, beta)`` found among the chains' refined best state and the
     posterior-mean labels before and after refinement, energies side by side in
-    ``map_search_``; :func:`~graphssl.inference.diffusion_mixture.sampler.map_search_mixture`),
+    ``map_search_``, a :class:`~graphssl.inference.diffusion_mixture.sampler.MixtureMapSearch`),
     ``map_log_joint_``, ``acceptance_`` (mean acceptance rate of each move attempted),
     ``log_likelihood_`` (float[chains, draws, L] of ``pointwise_loo``, or None).
     :meth:`sample_more` continues the chains of a fitted model, :meth:`run_until_converged`

@@ -117,8 +117,8 @@ class MincutClassifier(GraphSSLClassifier):
         out, info = mincut_classify(
             graph.to_scipy(), labels, labels >= 0, alpha=float(self.alpha), method=self.method
         )
-        self.cut_value_ = float(info["energy"])
-        self.degenerate_classes_ = info["degenerate_classes"]
+        self.cut_value_ = float(info.energy)
+        self.degenerate_classes_ = info.degenerate_classes
         if self.degenerate_classes_.size:
             import warnings
 

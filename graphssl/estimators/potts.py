@@ -91,13 +91,17 @@ class PottsClassifier(GraphSSLClassifier):
 
     Attributes after fit (besides the base class's): ``n_reconnected_`` (``fit``: nodes
     given their union-kNN edges by ``unreached="reconnect"``), ``beta_``, ``beta_selection_``
-    (``beta="auto"``: the flagged classes and, when flagged, the held-out accuracies of the
-    grid; None otherwise), ``model_``,
+    (``beta="auto"``: a :class:`~graphssl.inference.optimize.potts_beta.BetaSelection`, the
+    flagged classes and, when flagged, the held-out accuracies of the grid in
+    ``.cross_validation``; None otherwise), ``model_``,
     ``log_mode_probability_`` (``(1/N) ln Gamma`` of the mean-field solution, Eqs. 21-22),
     ``mean_field_`` and ``mean_field_info_`` (mean field), ``samples_``, ``map_labels_``
     (MCMC: the lowest energy found by a MAP search over the chains' best draw, ICM and
-    alpha-expansion, energies side by side in ``map_search_``, a verdict on any
-    MAP / posterior-mean disagreement in ``map_report_``; ``label_distributions_`` are
+    alpha-expansion, energies side by side in ``map_search_``
+    (:class:`~graphssl.inference.optimize.map_search.MapSearchInfo`), a verdict on any
+    MAP / posterior-mean disagreement in ``map_report_``
+    (:class:`~graphssl.inference.optimize.map_search.MapReport`: ``.verdict``,
+    ``.explanation``); ``label_distributions_`` are
     then posterior-mean marginals) and ``convergence_``
     (MCMC: R-hat / ESS of the energy, class sizes and co-assignment,
     :func:`graphssl.diagnostics.check_convergence`; a ``ConvergenceWarning`` names the fix
@@ -155,15 +159,19 @@ class PottsClassifier(GraphSSLClassifier):
         leaves without a label get their union-kNN edges back (``n_reconnected_``)."""
         if self.unreached not in ("reconnect", "keep"):
             raise ValueError(f"unreached: use 'reconnect' or 'keep', got {self.unreached!r}")
-        graph = super()._graph_from_features(X, labels)
         self.n_reconnected_ = 0
         if self.unreached == "keep" or self.symmetrize != "min":
-            return graph
+            return super()._graph_from_features(X, labels)
         from graphssl.graph import knn_graph, unreached_nodes
+        from graphssl.neighbors import knn_search
 
+        # one neighbour search for both graphs (it is most of the cost of a fit at n >= 10^4)
+        neighbors = knn_search(X, self.k_)
+        options = dict(weight=self.weight, sigma=self.sigma, neighbors=neighbors)
+        graph = knn_graph(X, self.k_, symmetrize="min", **options)
         if not unreached_nodes(graph, labels >= 0).any():
             return graph
-        union = knn_graph(X, self.k_, symmetrize="max", weight=self.weight, sigma=self.sigma)
+        union = knn_graph(X, self.k_, symmetrize="max", **options)
         graph, self.n_reconnected_ = reconnect_unreached(graph, union, labels >= 0)
         return graph
 
@@ -255,16 +263,20 @@ class PottsClassifier(GraphSSLClassifier):
         """``beta="auto"``: keep the fit unless its classes show the ordered phase; then the
         held-out-accuracy check of :func:`~graphssl.inference.optimize.potts_beta.
         cross_validated_beta` may lower beta (and the fit is redone there)."""
-        from graphssl.inference.optimize.potts_beta import collapsed_classes, cross_validated_beta
+        from graphssl.inference.optimize.potts_beta import (
+            BetaSelection,
+            collapsed_classes,
+            cross_validated_beta,
+        )
 
         flagged = collapsed_classes(np.asarray(modes), labels, n_classes)
-        self.beta_selection_ = {"flagged_classes": flagged.tolist(), "beta_nmfB": self.beta_}
+        self.beta_selection_ = BetaSelection(self.beta_, flagged.tolist())
         if flagged.size == 0:
             return model, solution, info, modes
         options = self._mean_field_options()
         beta, record = cross_validated_beta(build, labels, self.beta_, options=options,
                                             seed=self._seed())
-        self.beta_selection_.update(record)
+        self.beta_selection_ = self.beta_selection_._replace(cross_validation=record)
         if beta == self.beta_:
             return model, solution, info, modes
         self.beta_ = beta
@@ -338,8 +350,9 @@ class PottsClassifier(GraphSSLClassifier):
     def _map_search(self, model, samples, posterior_mean, labels):
         """MAP = lowest energy among the chains' best draw, ICM from it and from the
         posterior-mean labels, and alpha-expansion from the best of those
-        (:func:`graphssl.inference.optimize.map_search.map_search`); ``map_search_`` holds
-        the energies side by side, ``map_report_`` says whether a MAP / posterior-mean
+        (:func:`graphssl.inference.optimize.map_search.map_search`); ``map_search_`` (a
+        ``MapSearchInfo``) holds the energies side by side, ``map_report_`` (a
+        ``MapReport``) says whether a MAP / posterior-mean
         disagreement above 3 % of the unlabelled nodes is the model's or the search's."""
         from graphssl.inference.optimize.map_search import map_report, map_search
 

@@ -16,6 +16,7 @@ call with ``batched_model``). It returns the driver's
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -39,8 +40,8 @@ from graphssl.models.diffusion_mixture import DirichletDiffusionMixture
 
 __all__ = ["ENGINES", "MOVES", "move_counts", "resolve_engine", "sample_mixture",
            "stack_models", "n_models", "class_marginals", "posterior_mean_labels",
-           "map_estimate", "map_search_mixture", "sample_mixture_until_converged",
-           "TRACE_STATISTICS"]
+           "map_estimate", "map_search_mixture", "MixtureMapSearch",
+           "sample_mixture_until_converged", "TRACE_STATISTICS"]
 
 # per-draw statistics of the mixture's kernels that are invariant to permuting the classes
 TRACE_STATISTICS = ("n_components", "edge_agreement")
@@ -286,6 +287,16 @@ def map_estimate(model: DirichletDiffusionMixture, samples: Samples, max_sweeps=
 _map_refine_jit = jax.jit(map_refine, static_argnames=("max_sweeps", "engine"))
 
 
+class MixtureMapSearch(NamedTuple):
+    """What :func:`map_search_mixture` compared. ``energies``: ``{candidate name: energy}``,
+    ``energy = -log p(y, beta)`` of each candidate (``"chains_best"``, ``"posterior_mean"``,
+    ``"refined_from_mean"``); ``best``: the name of the lowest; ``energy``: its energy."""
+
+    energies: dict
+    best: str
+    energy: float
+
+
 def map_search_mixture(model: DirichletDiffusionMixture, samples: Samples, posterior_mean,
                        max_sweeps=50, engine: str = "auto"):
     """The lowest-energy state found (issue 25 item 4), ``energy = -log p(y, beta)``, among
@@ -298,8 +309,8 @@ def map_search_mixture(model: DirichletDiffusionMixture, samples: Samples, poste
 
     Every step of the refinements can only raise the joint, so the returned state's energy
     is at or below the posterior-mean labelling's (at its fitted centres) and the chains'
-    best (hence every retained draw's). Returns ``(y int[m], log_joint, info)``:
-    ``info["energies"]`` maps each candidate to its energy, ``info["best"]`` the winner.
+    best (hence every retained draw's). Returns ``(y int[m], log_joint, info)`` with ``info``
+    a :class:`MixtureMapSearch` (each candidate's energy, the winner).
     """
     engine = resolve_engine(engine, model)
     y_best, lj_best, _ = map_estimate(model, samples, max_sweeps=max_sweeps, engine=engine)
@@ -321,6 +332,6 @@ def map_search_mixture(model: DirichletDiffusionMixture, samples: Samples, poste
                               float(model.log_joint(refined.y, refined.beta))),
     }
     best = max(candidates, key=lambda name: candidates[name][1])
-    info = {"energies": {name: -lj for name, (_, lj) in candidates.items()}, "best": best,
-            "energy": -candidates[best][1]}
+    info = MixtureMapSearch({name: -lj for name, (_, lj) in candidates.items()}, best,
+                            -candidates[best][1])
     return candidates[best][0], candidates[best][1], info

@@ -30,12 +30,50 @@ model's mode itself differs from its posterior mean.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
 
 from graphssl.models.protocol import pairwise_tables
 
-__all__ = ["map_search", "map_report", "potts_costs"]
+if TYPE_CHECKING:
+    from graphssl.inference.optimize.maxflow import ExpansionInfo
+
+__all__ = ["MapSearchInfo", "MapReport", "map_search", "map_report", "potts_costs"]
+
+
+class MapSearchInfo(NamedTuple):
+    """:func:`map_search`'s record. ``energies``: dict, each candidate's name
+    (``"chains_best"``, ``"icm_from_chains"``, ``"posterior_mean"``, ``"icm_from_mean"``,
+    ``"alpha_expansion"``) -> its energy under ``model.energy`` (the model's law, lower is
+    more probable), side by side; ``best``: the winner's name; ``energy``: its energy
+    (``energies[best]``); ``expansion``: the alpha-expansion record
+    (:class:`~graphssl.inference.optimize.maxflow.ExpansionInfo`, whose ``energy`` is the
+    :func:`potts_costs` energy, ``model.energy`` less the constant), None when not run;
+    ``expansion_start``: the candidate it started from (None when not run);
+    ``expansion_skipped``: why it was skipped (negative couplings), else None."""
+
+    energies: dict
+    best: str
+    energy: float
+    expansion: ExpansionInfo | None = None
+    expansion_start: str | None = None
+    expansion_skipped: str | None = None
+
+
+class MapReport(NamedTuple):
+    """:func:`map_report`'s verdict. ``disagreement``: fraction of the compared nodes where
+    MAP and posterior-mean labels differ; ``energies``: a copy of
+    :attr:`MapSearchInfo.energies`; ``best``: the MAP's candidate name; ``verdict``:
+    ``"agree"``, ``"search"`` or ``"model"`` (:func:`map_report`); ``explanation``: a
+    sentence saying why, with the energies."""
+
+    disagreement: float
+    energies: dict
+    best: str
+    verdict: str
+    explanation: str
 
 
 def potts_costs(model):
@@ -75,9 +113,9 @@ def map_search(model, *, samples=None, posterior_mean=None, expansion: bool = Tr
       posterior_mean: ``int[n]`` posterior-mean labels, or None.
       expansion: run alpha-expansion (needs PyMaxflow or scipy; couplings >= 0).
       icm_max_sweeps, max_sweeps, method: ICM sweeps; expansion sweeps and max-flow back end.
-    Returns ``(labels int64[n], info)``: ``info["energies"]`` maps each candidate's name to
-    its energy under ``model.energy`` (side by side), ``info["best"]`` names the winner,
-    ``info["expansion"]`` the alpha-expansion record (or why it was skipped).
+    Returns ``(labels int64[n], MapSearchInfo)``: each candidate's energy under
+    ``model.energy`` side by side, the winner's name and energy, and the alpha-expansion
+    record (or why it was skipped).
     """
     from graphssl.inference.optimize.icm import iterated_conditional_modes
 
@@ -94,11 +132,11 @@ def map_search(model, *, samples=None, posterior_mean=None, expansion: bool = Tr
         refined, _ = iterated_conditional_modes(model, start, max_sweeps=int(icm_max_sweeps))
         candidates[icm_names[name]] = np.asarray(refined, dtype=np.int64)
     energies = {name: _energy(model, y) for name, y in candidates.items()}
-    info = {"expansion": None}
+    record = start = skipped = None
     if expansion:
         W, cost, _ = potts_costs(model)
         if W.nnz and W.data.min() < 0:
-            info["expansion"] = {"skipped": "negative couplings: expansion moves not submodular"}
+            skipped = "negative couplings: expansion moves not submodular"
         else:
             from graphssl.inference.optimize.maxflow import alpha_expansion
 
@@ -112,18 +150,18 @@ def map_search(model, *, samples=None, posterior_mean=None, expansion: bool = Tr
                 method=method, max_sweeps=int(max_sweeps))
             candidates["alpha_expansion"] = np.asarray(y, dtype=np.int64)
             energies["alpha_expansion"] = _energy(model, y)
-            info["expansion"] = {"start": start, **record}
     best = min(energies, key=energies.get)
-    info.update(energies=energies, best=best, energy=energies[best])
+    info = MapSearchInfo(energies, best, energies[best], record, start, skipped)
     return candidates[best], info
 
 
 def map_report(map_labels, posterior_mean, info, *, free=None, tolerance: float = 0.03):
     """Why MAP and posterior mean differ, energies side by side.
 
-    ``free``: bool[n] nodes to compare (default all); ``tolerance``: the fraction of
-    disagreeing nodes above which a verdict is written. Returns a dict with
-    ``disagreement`` (fraction), ``energies`` (from :func:`map_search`), and ``verdict``:
+    ``info``: :func:`map_search`'s :class:`MapSearchInfo`; ``free``: bool[n] nodes to
+    compare (default all); ``tolerance``: the fraction of disagreeing nodes above which a
+    verdict is written. Returns a :class:`MapReport` with ``disagreement`` (fraction),
+    ``energies`` (from :func:`map_search`), ``best``, and ``verdict``:
     ``"agree"``; ``"search"`` (the chains' best draw was above the posterior-mean
     labelling's energy: the chains never reported the mode, the search found lower); or
     ``"model"`` (the lowest energy found lies below the posterior-mean labelling's: the
@@ -133,16 +171,15 @@ def map_report(map_labels, posterior_mean, info, *, free=None, tolerance: float 
     a, b = np.asarray(map_labels), np.asarray(posterior_mean)
     free = np.ones(a.shape, bool) if free is None else np.asarray(free, bool)
     disagreement = float(np.mean(a[free] != b[free])) if free.any() else 0.0
-    e = info["energies"]
-    e_map, e_pm = info["energy"], e.get("posterior_mean", np.nan)
+    e = info.energies
+    e_map, e_pm = info.energy, e.get("posterior_mean", np.nan)
     e_chain = e.get("chains_best", np.nan)
-    report = {"disagreement": disagreement, "energies": dict(e), "best": info["best"]}
     if disagreement <= tolerance:
-        report.update(verdict="agree", explanation=(
-            f"MAP and posterior mean differ on {100 * disagreement:.1f} % of the nodes"))
-        return report
+        return MapReport(disagreement, dict(e), info.best, "agree",
+                         f"MAP and posterior mean differ on {100 * disagreement:.1f} % of "
+                         "the nodes")
     parts = [f"MAP and posterior mean differ on {100 * disagreement:.1f} % of the nodes; ",
-             f"energies: MAP ({info['best']}) {e_map:.6g}, posterior-mean labels {e_pm:.6g}"]
+             f"energies: MAP ({info.best}) {e_map:.6g}, posterior-mean labels {e_pm:.6g}"]
     if np.isfinite(e_chain):
         parts.append(f", chains' best draw {e_chain:.6g}")
     if np.isfinite(e_chain) and e_chain > e_pm:
@@ -154,5 +191,4 @@ def map_report(map_labels, posterior_mean, info, *, free=None, tolerance: float 
         parts.append(". The lowest energy found lies below the posterior-mean labelling: the "
                      "model's mode is not its posterior mean (the disagreement is the "
                      "model's, not the search's).")
-    report.update(verdict=verdict, explanation="".join(parts))
-    return report
+    return MapReport(disagreement, dict(e), info.best, verdict, "".join(parts))

@@ -18,7 +18,7 @@ Three max-flow back ends, same answer (tested against each other and brute force
   Capacities are scaled by the power of two ``s <= 2^30 / T`` (T = sum of finite
   capacities) and rounded; each arc moves by at most ``1 / (2 s)``, so the returned cut
   exceeds the true minimum by at most ``m / s <= m T / 2^29`` (m = number of finite arcs);
-  ``info["rounding_bound"]`` reports it. Integer (dyadic) weights are scaled exactly.
+  ``CutInfo.rounding_bound`` reports it. Integer (dyadic) weights are scaled exactly.
   (int64 input is *silently* truncated by scipy 1.18; we always pass int32.)
 * ``"networkx"``: ``networkx.algorithms.flow.preflow_push`` then a search of the residual
   graph from ``v+`` (``nx.minimum_cut`` itself returns the *largest* source side); pure
@@ -43,12 +43,19 @@ its inputs (graph, labels, options; the hill-climber's random start from its req
 from __future__ import annotations
 
 import time
-from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from graphssl.inference.optimize.maxflow_results import (
+    CutInfo,
+    CutResult,
+    ExpansionInfo,
+    MincutInfo,
+    MincutMapInfo,
+    RelabelInfo,
+)
 from graphssl.models.mincut import (
     CutNetwork,
     as_weight_matrix,
@@ -59,7 +66,12 @@ from graphssl.models.mincut import (
 )
 
 __all__ = [
+    "CutInfo",
     "CutResult",
+    "ExpansionInfo",
+    "RelabelInfo",
+    "MincutInfo",
+    "MincutMapInfo",
     "METHODS",
     "minimum_cut",
     "choose_method",
@@ -74,20 +86,6 @@ __all__ = [
 
 METHODS = ("pymaxflow", "scipy", "networkx")
 _INT32_BUDGET = 2**30
-
-
-class CutResult(NamedTuple):
-    """``source_side``: bool[n], example nodes on the ``v+`` side (the smallest such set);
-    ``cut_value``: value of that cut in float64 (recomputed from the network);
-    ``flow_value``: the solver's max-flow value (back in the input's units);
-    ``info``: method, seconds (wall), cpu_seconds (this process; all three solvers are
-    single-threaded, so this is the time on an idle core), and for scipy the scale and the
-    rounding bound."""
-
-    source_side: np.ndarray
-    cut_value: float
-    flow_value: float
-    info: dict
 
 
 def _locality_order(net: CutNetwork) -> np.ndarray:
@@ -220,7 +218,7 @@ def minimum_cut(network: CutNetwork, method: str = "auto") -> CutResult:
     start, cpu = time.perf_counter(), time.process_time()
     side, flow, info = solvers[method](network)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
-    info = {"method": method, "seconds": seconds, "cpu_seconds": cpu_seconds, **info}
+    info = CutInfo(method, seconds, cpu_seconds, **info)
     return CutResult(side, network.cut_value(side), flow + network.constant, info)
 
 
@@ -253,7 +251,7 @@ def alpha_expansion(
 
     Each sweep tries every class as ``alpha_label`` and accepts a move when it lowers the
     energy strictly. Starts from ``init`` (default: clamped labels, 0 elsewhere).
-    Returns ``(labels int64[n], info)`` with ``info = {energy, sweeps, moves, converged}``.
+    Returns ``(labels int64[n], ExpansionInfo)``.
     """
     W = as_weight_matrix(graph)
     labels = np.asarray(labels)
@@ -276,8 +274,7 @@ def alpha_expansion(
         if not improved:
             converged = True
             break
-    info = {"energy": energy, "sweeps": sweeps, "moves": moves, "converged": converged}
-    return f, info
+    return f, ExpansionInfo(energy, sweeps, moves, converged)
 
 
 def degenerate_classes(labels, observed, out, *, ratio: float = 0.1) -> np.ndarray:
@@ -302,24 +299,25 @@ def degenerate_classes(labels, observed, out, *, ratio: float = 0.1) -> np.ndarr
 def mincut_classify(graph, labels, observed=None, *, alpha=1.0, method="auto"):
     """Mincut labelling for any number of classes: the binary cut of Sec. 2 when the
     observed labels are {0, 1}, alpha-expansion otherwise (multi-class; Blum & Chawla is
-    binary). Returns ``(labels, info)``; ``info["degenerate_classes"]``: see
+    binary). Returns ``(labels, MincutInfo)``; ``degenerate_classes``: see
     :func:`degenerate_classes`."""
     labels = np.asarray(labels)
     observed = labels >= 0 if observed is None else np.asarray(observed, dtype=bool)
     if np.all(np.isin(labels[observed], (0, 1))):
         out, result = mincut_labels(graph, labels, observed, alpha=alpha, method=method)
-        info = {"energy": result.cut_value, **result.info}
+        energy, cut, expansion = result.cut_value, result.info, None
     else:
-        out, info = alpha_expansion(graph, labels, observed, alpha=alpha, method=method)
-    info["degenerate_classes"] = degenerate_classes(labels, observed, out)
-    return out, info
+        out, expansion = alpha_expansion(graph, labels, observed, alpha=alpha, method=method)
+        energy, cut = expansion.energy, None
+    return out, MincutInfo(energy, degenerate_classes(labels, observed, out), cut, expansion)
 
 
 def mincut_map(model, init=None, options=None):
     """Optimizer protocol ``(model, init, options) -> (solution, info)``: exact MAP of a
     clamped Potts model (``graphssl.models.potts.PottsModel``) with two classes by one
     minimum cut, alpha-expansion (local, factor-2) for more. The field enters as unary
-    costs ``-beta theta``; ``options`` may hold ``method`` and ``max_sweeps``.
+    costs ``-beta theta``; ``options`` may hold ``method`` and ``max_sweeps``. Returns
+    ``(labels int64[n], MincutMapInfo)``.
     """
     options = dict(options or {})
     W = model.graph.to_scipy() * float(model.beta)
@@ -337,13 +335,15 @@ def mincut_map(model, init=None, options=None):
         method=options.get("method", "auto"),
         max_sweeps=options.get("max_sweeps", 20),
     )
-    info = {
-        "iterations": info["sweeps"],
-        "residual": 0.0,
-        "exact": model.n_classes == 2,
-        **info,
-    }
-    return f, info
+    return f, MincutMapInfo(
+        iterations=info.sweeps,
+        residual=0.0,
+        converged=info.converged,
+        exact=model.n_classes == 2,
+        energy=info.energy,
+        sweeps=info.sweeps,
+        moves=info.moves,
+    )
 
 
 def mincut_networkx(g, *, label: str = "label", weight: str = "weight", **kwargs):
@@ -358,7 +358,7 @@ def mincut_networkx(g, *, label: str = "label", weight: str = "weight", **kwargs
     out, info = mincut_classify(W, y, y >= 0, **kwargs)
     h = g.copy()
     nx.set_node_attributes(h, {v: int(c) for v, c in zip(nodes, out, strict=True)}, "mincut_label")
-    h.graph["cut_value"] = info["energy"]
+    h.graph["cut_value"] = info.energy
     return h
 
 
@@ -368,8 +368,7 @@ def iterative_relabelling(graph, labels, observed=None, *, seed, max_sweeps: int
 
     Sweeps visit the unlabelled nodes in a random order and flip a node when its weight to
     the other class exceeds its weight to its own class (a strict decrease of the cut).
-    Stops at a local optimum (no improving flip). Returns ``(labels, info)`` with
-    ``info = {energy, sweeps, flips, converged}``.
+    Stops at a local optimum (no improving flip). Returns ``(labels, RelabelInfo)``.
     """
     W = as_weight_matrix(graph)
     labels = np.asarray(labels)
@@ -395,5 +394,4 @@ def iterative_relabelling(graph, labels, observed=None, *, seed, max_sweeps: int
             converged = True
             break
     f = np.where(sign > 0, 1, 0)
-    info = {"energy": potts_energy(W, f), "sweeps": sweeps, "flips": flips, "converged": converged}
-    return f, info
+    return f, RelabelInfo(potts_energy(W, f), sweeps, flips, converged)

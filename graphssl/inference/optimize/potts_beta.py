@@ -31,14 +31,44 @@ tf-idf k = 20 18.5 -> 51.7 %; binary k = 5 and tf-idf k = 5, 10 not flagged, unc
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.stats import beta as beta_distribution
 
 from graphssl.inference.optimize.mean_field import mean_field_labels, naive_mean_field
 
-__all__ = ["collapsed_classes", "class_folds", "cross_validated_beta", "BETA_FACTORS"]
+__all__ = ["BetaCrossValidation", "BetaSelection", "collapsed_classes", "class_folds",
+           "cross_validated_beta", "BETA_FACTORS"]
 
 BETA_FACTORS = (1.0, 0.5, 0.25, 0.125)  # the grid beta_Gamma * 2^-j
+
+
+class BetaCrossValidation(NamedTuple):
+    """Check 2's record (:func:`cross_validated_beta`). ``betas``: list of the grid's betas
+    (``beta0 * factors``, the paper's first); ``held_out_accuracy``: list, the fraction of
+    labelled nodes predicted correctly with their fold hidden, one per beta;
+    ``gain_se``: list, each beta's paired accuracy gain over ``beta0`` in standard errors
+    (0 for ``beta0``; +-inf when the gain's standard error is 0); ``chosen``: the beta
+    returned; ``n_folds``: the number of folds used."""
+
+    betas: list
+    held_out_accuracy: list
+    gain_se: list
+    chosen: float
+    n_folds: int
+
+
+class BetaSelection(NamedTuple):
+    """``PottsClassifier(beta="auto").beta_selection_``. ``beta_nmfB``: the paper's beta
+    (Eq. 27); ``flagged_classes``: list of the classes check 1 flagged
+    (:func:`collapsed_classes`; empty: the paper's beta kept without check 2);
+    ``cross_validation``: check 2's :class:`BetaCrossValidation` when classes were
+    flagged, else None."""
+
+    beta_nmfB: float
+    flagged_classes: list
+    cross_validation: BetaCrossValidation | None = None
 
 
 def collapsed_classes(predicted, labels, n_classes: int, alpha: float = 1e-3) -> np.ndarray:
@@ -104,8 +134,8 @@ def cross_validated_beta(build, labels, beta0: float, *, options=None,
       factors, n_folds, z, seed: the grid ``beta0 * factors``, folds (at most the number
         of labelled nodes), the margin in standard errors, the folds' seed.
     Returns:
-      ``(beta, record)``: ``record`` has ``betas``, ``held_out_accuracy`` (one per beta),
-      ``gain_se`` (paired gain over ``beta0`` in standard errors) and ``chosen``.
+      ``(beta, BetaCrossValidation)``: ``betas``, ``held_out_accuracy`` (one per beta),
+      ``gain_se`` (paired gain over ``beta0`` in standard errors), ``chosen``, ``n_folds``.
     """
     labels = np.asarray(labels)
     n_folds = int(max(2, min(n_folds, int(np.sum(labels >= 0)))))
@@ -123,5 +153,4 @@ def cross_validated_beta(build, labels, beta0: float, *, options=None,
         gain_se.append(gain / se if se > 0 else (np.inf if gain > 0 else 0.0))
         if gain > z * se and gain > best_gain:
             chosen, best_gain = beta, gain
-    return chosen, {"betas": betas, "held_out_accuracy": accuracy, "gain_se": gain_se,
-                    "chosen": chosen, "n_folds": n_folds}
+    return chosen, BetaCrossValidation(betas, accuracy, gain_se, chosen, n_folds)
