@@ -312,6 +312,19 @@ def _merged(tags):
     return merged
 
 
+def _first_splits(results, n_splits):
+    """Every cell summarised again over its runs on split ids ``< n_splits`` only: methods
+    run on fewer splits (the sampled estimators, ``--splits 3``) are then compared with the
+    peers on the same splits."""
+    out = {}
+    for name, cells in results.items():
+        out[name] = {}
+        for method, cell in cells.items():
+            runs = [r for r in cell.get("runs", []) if r.get("split", 0) < n_splits]
+            out[name][method] = {"runs": runs, "summary": _summary(runs) if runs else {}}
+    return out
+
+
 def _cell_text(row):
     if not row:
         return "–"
@@ -374,9 +387,14 @@ def main(argv=None):
     parser.add_argument("--table", nargs="+", metavar="TAG", default=None,
                         help="fit nothing: print the Markdown table of these runs' JSON "
                              "(later tags win; '' is the untagged file)")
+    parser.add_argument("--table-splits", type=int, default=None,
+                        help="with --table: summarise every cell over split ids < N only")
     args = parser.parse_args(argv)
     if args.table is not None:
-        table, means, complete = markdown_table(_merged(args.table), args.sets)
+        results = _merged(args.table)
+        if args.table_splits is not None:
+            results = _first_splits(results, args.table_splits)
+        table, means, complete = markdown_table(results, args.sets)
         print(table)
         return
     if args.quick:
