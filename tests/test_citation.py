@@ -395,6 +395,7 @@ def test_harmonic_mixture_takes_the_feature_prior():
 def test_diffusion_mixture_reads_the_feature_prior(planted):
     from graphssl.estimators import DiffusionMixtureClassifier
     from graphssl.inference.optimize.feature_prior import fit_harmonic_with_prior
+    from graphssl.models.diffusion_mixture import DirichletDiffusionMixture, parzen_scores
 
     data, labels, prior = _prior_fixture(planted)
     dm = DiffusionMixtureClassifier()
@@ -405,7 +406,11 @@ def test_diffusion_mixture_reads_the_feature_prior(planted):
     start = dm._start(data.graph, labels, 3, prior)  # init="auto" with features
     f, _, _ = fit_harmonic_with_prior(data.graph, labels, prior, n_classes=3)
     np.testing.assert_array_equal(start, f.argmax(1))
-    assert dm._start(data.graph, labels, 3, None) is None  # random starts
+    # no feature model: the Parzen start on the mixture's own D_tau
+    dm.model_ = DirichletDiffusionMixture.create(data.graph, labels, 3, tau=dm.tau)
+    np.testing.assert_array_equal(dm._start(data.graph, labels, 3, None),
+                                  np.asarray(parzen_scores(dm.model_)).argmax(1))
+    assert DiffusionMixtureClassifier(init="random")._start(data.graph, labels, 3, None) is None
     dm.feature_prior_ = prior  # unreached nodes get the feature model's prediction
     np.testing.assert_allclose(dm._unreached_proba(np.array([0, 1]), labels, 3),
                                prior.probs[[0, 1]])
