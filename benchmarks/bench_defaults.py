@@ -394,6 +394,10 @@ def main(argv=None):
         results = _merged(args.table)
         if args.table_splits is not None:
             results = _first_splits(results, args.table_splits)
+        if args.methods:  # the table's columns: these methods and the peers
+            keep = {*args.methods, *PEERS}
+            results = {name: {m: c for m, c in cells.items() if m in keep}
+                       for name, cells in results.items()}
         table, means, complete = markdown_table(results, args.sets)
         print(table)
         return
