@@ -92,7 +92,7 @@ def test_grid_in_its_own_process(tmp_path):
     assert "1 passed" in stdout, stdout[-2000:]
 
 
-LIMIT_S = 420
+LIMIT_S = 240
 
 
 @pytest.mark.skipif(not _INNER, reason="runs in its own process (test_grid_in_its_own_process)")
