@@ -1,18 +1,32 @@
 """Test-suite setup: float64 for reference checks, shared data location."""
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
-import jax
-import pytest
+# One compilation cache for the whole run, in a temporary folder: the first process to load
+# this file (pytest itself) makes it, and the test workers, notebook kernels and CLI
+# subprocesses inherit it through the environment, so a program compiled by one is read by
+# the others (graphssl.config; stored jax.export programs, graphssl._exported, live there
+# too). Nothing is read that this run did not write, and no user folder is touched. A
+# GRAPHSSL_JAX_CACHE given by the caller is kept ("0": no cache).
+if "GRAPHSSL_JAX_CACHE" not in os.environ:
+    _suite_cache = tempfile.mkdtemp(prefix="graphssl-suite-jax-")
+    os.environ["GRAPHSSL_JAX_CACHE"] = _suite_cache
+    atexit.register(shutil.rmtree, _suite_cache, ignore_errors=True)
+# The suite's problems are tiny: XLA's CPU back end compiles them without LLVM's expensive
+# optimisations (compilation is most of the suite's time; results stay float64-exact in
+# each test's own comparisons). A caller's XLA_FLAGS are kept.
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 "
+                                   "--xla_llvm_disable_expensive_passes=true")
 
-from graphssl._memory_maps import release_executables_near_limit
+import jax  # noqa: E402
+import pytest  # noqa: E402
 
-# The import above has already configured JAX's persistent compilation cache as for a user
-# (graphssl.config: on by default; no test reads anything it did not write in this run on a
-# fresh machine such as CI's). This setting turns it off in the processes the tests start
-# (notebook kernels, CLI and checkpoint subprocesses).
-os.environ.setdefault("GRAPHSSL_JAX_CACHE", "0")
+from graphssl._memory_maps import release_executables_near_limit  # noqa: E402
+
 jax.config.update("jax_enable_x64", True)
 
 _SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"

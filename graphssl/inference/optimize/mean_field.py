@@ -52,6 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphssl._device import to_device
+from graphssl._exported import exported_call
 from graphssl.inference.optimize.mean_field_sweeps import (
     _color_ranges,
     _log_softmax_clamped,
@@ -175,14 +176,16 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
         arrays, rank = _renumber(arrays, locality_order(neighbor_index))
     tol = to_device(options.tol, dtype)
     if options.order == "parallel":
-        fields, t, res = _solve_parallel(*arrays, to_device(options.damping, dtype), tol,
-                                         int(options.max_iter))
+        fields, t, res = exported_call(_solve_parallel, *arrays,
+                                       to_device(options.damping, dtype), tol,
+                                       max_iter=int(options.max_iter))
     elif options.order == "chromatic":
         perm, bounds = _color_ranges(neighbor_index, colors, n)
         arrays, rank = _renumber(arrays, perm)
         fields, t, res = _solve_chromatic(*arrays, bounds, tol, int(options.max_iter))
     else:
-        fields, t, res = _solve_sequential(*arrays, tol, int(options.max_iter))
+        fields, t, res = exported_call(_solve_sequential, *arrays, tol,
+                                       max_iter=int(options.max_iter))
     if rank is not None:
         fields = fields[jnp.asarray(rank)]
     if not _concrete(fields, res):
