@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
+from graphssl._progress import check_progress
 from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.estimators.feature_prior import FeaturePriorMixin
 from graphssl.graph import Graph, unreached_nodes
@@ -82,6 +83,11 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
       k, symmetrize, weight, sigma: the kNN graph of the base class, used for ``pairs="knn"``
         and for the inductive extension of ``predict(X_new)``.
       random_state: None, an int or a ``numpy.random.Generator``.
+      progress: ``"auto"`` (default), True or False: the grid route's coupling search.
+        ``"auto"``: once its first grid points show that the search needs more than 10 s
+        more, one line on stderr says so and why (every grid point samples the chains of
+        every cross-validation fold on all pairs), with the settings that shorten it, and
+        a progress bar follows (:mod:`graphssl._progress`).
 
     ``fit_graph(graph, y, X=features)`` couples the given graph's edges (``pairs`` is then
     ignored), with ``A_ij`` from the features' distances; sparse or high-dimensional
@@ -126,6 +132,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         symmetrize="max",
         weight="gaussian",
         sigma="kth_over_3",
+        progress="auto",
     ):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.model = model
@@ -144,6 +151,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.burn_in = burn_in
         self.features = features
         self.random_state = random_state
+        self.progress = progress
 
     # ------------------------------------------------------------------ checks
     def _check(self, n: int, n_classes: int) -> tuple[str, str, str]:
@@ -158,6 +166,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         for name in ("n_restarts", "max_iter", "n_chains", "n_samples"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}: must be a positive integer")
+        check_progress(self.progress)
         if self.grid is not None and not isinstance(self.grid, bs.GridSettings):
             raise ValueError("grid: give a graphssl.inference.boltzmann.selection.GridSettings "
                              "or None")
@@ -273,8 +282,14 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             template = dataclasses.replace(
                 template, node_field=jnp.asarray(pad, template.field.dtype)).with_parameters()
         kernel = None if method == "swendsen_wang" else chain_kernel(method, template)
+        settings = bs.GridSettings() if self.grid is None else self.grid
+        why = (f"every point samples {settings.n_folds} folds' chains on "
+               f"{int(problem.geometry.senders.shape[0])} pairs "
+               f"({settings.burn_in + settings.n_samples} sweeps each); a shorter "
+               "grid=GridSettings(alpha0=..., log_scale_offsets=(0.0,)) shortens it")
         result = bs.select_coupling(problem.geometry, template, k_fit, gamma=gamma, clamp=clamp,
-                                    settings=self.grid, kernel=kernel, seed=self._seed())
+                                    settings=settings, kernel=kernel, seed=self._seed(),
+                                    progress=self.progress, why=why)
         self.grid_, self.theta_ = result, result.theta
         self.log_likelihood_ = float("nan")
         self.fit_info_, self.restarts_, self.n_iter_ = None, None, int(result.n_sweeps)

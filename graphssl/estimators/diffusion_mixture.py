@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from graphssl._progress import check_progress
 from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.estimators.feature_prior import FeaturePriorMixin
 from graphssl.inference.diffusion_mixture.sampler import (
@@ -106,6 +107,12 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         reads); the chains run in chunks of ``thin`` iterations, the same draws as one run
         (:func:`~graphssl.inference.diffusion_mixture.selection.mixture_leave_one_out`;
         measured 8 % more CPU time at thin = 10). False: one sampler call, no group.
+      progress: ``"auto"`` (default), True or False. ``"auto"``: once the first checkpoints
+        show that the chains need more than 10 s more, one line on stderr says so and why
+        (a sweep re-draws m labels against C x m centre kernels, O(m^2 C) a chain), with
+        the setting that shortens it, and a progress bar follows
+        (:mod:`graphssl._progress`; with ``pointwise_loo=False`` the run is one sampler
+        call: a bar only when True).
 
     Attributes after ``fit``: those of the base, plus ``model_``, ``samples_``
     (the :class:`~graphssl.inference.mcmc.chains.Samples` of
@@ -125,9 +132,10 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
                  laplacian_kind="symmetric", n_chains=4, n_iterations="auto", burn_in="auto",
                  thin=10, max_components=2, moves=(1, 1, 0), estimate="mean", init="auto",
                  init_noise=0.1, random_state=0, engine="auto", block_size=24,
-                 standardize="auto", pointwise_loo=True, features="auto"):
+                 standardize="auto", pointwise_loo=True, features="auto", progress="auto"):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma,
                          standardize=standardize)
+        self.progress = progress
         self.tau = tau
         self.alpha = alpha
         self.gamma = gamma
@@ -210,15 +218,22 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
                             init_noise=float(self.init_noise) if warm else 0.0)
         key = jax.random.PRNGKey(self._seed())
         self.log_likelihood_ = None
+        check_progress(self.progress)
         if self.pointwise_loo and np.any(labels >= 0):
+            why = (f"each iteration re-draws the labels of {graph.n_nodes} nodes against "
+                   f"{n_classes} classes x {graph.n_nodes} centre kernels (O(m^2 C)) in "
+                   f"{self.n_chains} chains, {n_iterations} iterations; n_iterations or "
+                   "n_chains shortens it")
             self.samples_, loo = mixture_leave_one_out(
                 self.model_, key, n_checkpoints=n_iterations // thin, every=thin,
-                burn_in=burn_in, n_chains=self.n_chains, **run, **start_kwargs)
+                burn_in=burn_in, n_chains=self.n_chains, progress=self.progress, why=why,
+                **run, **start_kwargs)
             self.log_likelihood_ = loo.log_likelihood()
         else:
             self.samples_ = sample_mixture(
                 self.model_, key, n_chains=self.n_chains, n_iterations=n_iterations,
-                burn_in=burn_in, thin=thin, **run, **start_kwargs)
+                burn_in=burn_in, thin=thin, progress=self.progress is True, **run,
+                **start_kwargs)
         return self._summarise(n_classes)
 
     def _summarise(self, n_classes) -> np.ndarray:
@@ -354,7 +369,8 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
 
     Other parameters: alpha, gamma, class_prior as :class:`DiffusionMixtureClassifier`;
     n_chains, burn_in; n_checkpoints x every iterations after burn-in (the leave-one-out
-    predictive is read at each checkpoint); moves; random_state. ``k`` is the graph of the
+    predictive is read at each checkpoint); moves; random_state; progress (``"auto"``,
+    True or False, as :class:`DiffusionMixtureClassifier`'s). ``k`` is the graph of the
     inductive extension to new points only (``predict_proba(X_new)``). Needs features:
     ``fit_graph`` is not available (each k builds its own graph).
 
@@ -367,9 +383,10 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
     def __init__(self, k=10, k_grid=(5, 10, 20), tau_grid=(1.0, 2.5, 5.0, 10.0, 20.0),
                  combine="average", alpha=0.5, gamma=0.8, class_prior=None, n_chains=1,
                  n_checkpoints=40, every=5, burn_in=100, moves=(1, 1, 0), random_state=0,
-                 standardize="auto"):
+                 standardize="auto", progress="auto"):
         super().__init__(k=k, symmetrize="max", weight="gaussian", sigma="walder",
                          standardize=standardize)
+        self.progress = progress
         self.k_grid = k_grid
         self.tau_grid = tau_grid
         self.combine = combine
@@ -395,13 +412,15 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
                              "DiffusionMixtureClassifier().fit_graph(graph, y)")
         if self.combine not in _COMBINE:
             raise ValueError(f"combine: got {self.combine!r}; use one of {_COMBINE}")
+        check_progress(self.progress)
         self.grid_ = fit_grid(
             self.X_fit_, labels, k_grid=tuple(self.k_grid), tau_grid=tuple(self.tau_grid),
             class_prior=_class_prior(self.class_prior, labels, n_classes), alpha=self.alpha,
             gamma=self.gamma, key=jax.random.PRNGKey(self._seed()),
             n_chains=int(self.n_chains), n_checkpoints=int(self.n_checkpoints),
             every=int(self.every), burn_in=int(self.burn_in), moves=tuple(self.moves),
-            warn=_reads_psis(self.combine, DEFAULT_MIXTURE_CRITERION))
+            warn=_reads_psis(self.combine, DEFAULT_MIXTURE_CRITERION),
+            progress=self.progress)
         self.scores_ = self.grid_.scores
         weighting = {"average": "uniform", "loo_average": "loo", "stacking": "stacking"}
         if self.combine in weighting:

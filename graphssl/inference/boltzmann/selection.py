@@ -51,6 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from graphssl._progress import StepTimer
 from graphssl.inference.boltzmann.criteria import held_out_log_prob, merge_gain
 from graphssl.models.boltzmann import (
     BoltzmannMRF,
@@ -270,7 +271,8 @@ def _offset_order(offsets):
 
 def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamma: float,
                     clamp: bool = False, settings: GridSettings | None = None,
-                    kernel=None, seed: int = 0) -> GridResult:
+                    kernel=None, seed: int = 0, progress=False,
+                    why: str = "each point samples every fold's chains") -> GridResult:
     """Choose ``alpha_0`` and a shared length-scale offset by (CV) (module docstring).
 
     Args:
@@ -286,6 +288,8 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
       settings: :class:`GridSettings` (default: its defaults).
       kernel: the chains' kernel (default Swendsen-Wang).
       seed: the folds' shuffle.
+      progress: ``"auto"``, True or False: a bar over the grid points, with one line on why
+        the search is long (``why``) once it is known to be (:mod:`graphssl._progress`).
     """
     settings = GridSettings() if settings is None else settings
     grid = np.asarray(settings.alpha0, dtype=np.float64)
@@ -316,6 +320,8 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
     sweeps = 0
     args = (jnp.asarray(rows, jnp.int32), jnp.asarray(labels_all[rows], jnp.int32),
             jnp.asarray(folds[rows], jnp.int32))
+    timer = StepTimer(progress, total=len(offsets) * grid.size, desc="coupling grid",
+                      why=why)
     for oi in _offset_order(offsets):
         log_ls = jnp.asarray(base + offsets[oi])
         key, k0 = jax.random.split(key)
@@ -328,6 +334,7 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
             labels, held_out, merge = run(folds_model, couplings, evidence, k, labels, *args)
             sweeps += n_models * int(settings.n_chains) * (settings.burn_in + settings.n_samples)
             merge_gain[oi, gi] = float(merge)
+            timer.tick()
             if merge_gain[oi, gi] < 0:  # degenerate here, and more so at stronger couplings
                 break
             terms[oi, gi] = np.asarray(held_out, dtype=np.float64)
@@ -340,6 +347,7 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
                 stale += 1
                 if stale >= settings.patience:
                     break
+    timer.close()
     if np.all(np.isnan(terms)):
         raise RuntimeError(
             "select_coupling: the model degenerated (a class merge lowered the energy) at every "

@@ -62,6 +62,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from graphssl._progress import StepTimer
 from graphssl.graph import knn_graph
 from graphssl.inference.diffusion_mixture.sampler import (
     class_marginals,
@@ -178,7 +179,8 @@ def _held_out_batched(model, state, nodes):
 
 def mixture_leave_one_out(model: DirichletDiffusionMixture, key, *, n_checkpoints: int = 8,
                           every: int = 25, burn_in: int = 100, n_chains: int = 1,
-                          progress: bool = False, resume=None, **sample_kwargs):
+                          progress=False, resume=None,
+                          why: str = "a sweep costs O(m^2 C) a chain", **sample_kwargs):
     """Run the sampler and record the leave-one-out predictive of every labelled node.
 
     After ``burn_in`` iterations, the chains run ``n_checkpoints`` chunks of ``every``
@@ -190,8 +192,10 @@ def mixture_leave_one_out(model: DirichletDiffusionMixture, key, *, n_checkpoint
     the labelled nodes; ``sample_kwargs`` go to ``sample_mixture`` (``moves``,
     ``init_labels``, ``init_beta``...). ``resume``: a previous run of the same model (thin
     ``every``) to continue instead (``key``, ``burn_in``, ``n_chains`` unused); the record
-    then covers the new draws only. Returns ``(samples, LeaveOneOut)``: ``samples`` holds
-    every chunk (its class marginals,
+    then covers the new draws only. ``progress``: ``"auto"``, True or False, a bar over
+    the checkpoints and one line saying why the run is long (``why``) once it is known to
+    be (:class:`graphssl._progress.StepTimer`). Returns ``(samples, LeaveOneOut)``:
+    ``samples`` holds every chunk (its class marginals,
     :func:`~graphssl.inference.diffusion_mixture.sampler.class_marginals`, average them).
     """
     if int(n_checkpoints) < 1 or int(every) < 1:
@@ -206,19 +210,18 @@ def mixture_leave_one_out(model: DirichletDiffusionMixture, key, *, n_checkpoint
     run_kwargs = {k: v for k, v in sample_kwargs.items()
                   if k not in ("init_labels", "init_noise", "init_beta")}
     held, samples = [], resume
-    if samples is None:
+    timer = StepTimer(progress, total=int(n_checkpoints), desc="diffusion mixture", why=why)
+    if samples is None:  # the first checkpoint runs the burn-in too (and compiles)
         samples = sample_mixture(model, key, n_chains=n_chains, n_iterations=every,
                                  burn_in=burn_in, thin=every, **sample_kwargs)
         held.append(np.asarray(_held_out_batched(model, samples.final_state, nodes)))
-    steps = range(int(n_checkpoints) - len(held))
-    if progress:
-        from tqdm.auto import tqdm
-
-        steps = tqdm(steps, desc="leave-one-out checkpoints")
-    for _ in steps:
+        timer.tick()
+    for _ in range(int(n_checkpoints) - len(held)):
         samples = sample_mixture(model, None, n_iterations=every, thin=every, resume=samples,
                                  **run_kwargs)
         held.append(np.asarray(_held_out_batched(model, samples.final_state, nodes)))
+        timer.tick()
+    timer.close()
     # [checkpoints, ..., chains, L, C] -> [..., chains * checkpoints, L, C]
     log_probs = np.moveaxis(np.stack(held), 0, -3)
     chains = log_probs.shape[-4]
@@ -356,7 +359,7 @@ def _psis_scores(loo: LeaveOneOut, scores, warn: bool):
 def fit_grid(X, labels, *, k_grid=K_GRID, tau_grid=TAU_GRID, class_prior=None,
              alpha: float = 0.5, gamma: float = 0.0, key, n_chains: int = 1,
              n_checkpoints: int = 40, every: int = 5, burn_in: int = 100, moves=(1, 1, 0),
-             dtype=np.float32, progress: bool = False, warn: bool = True) -> GridFit:
+             dtype=np.float32, progress=False, warn: bool = True) -> GridFit:
     """Run the mixture at every ``(k, tau)`` of the grid in one batched sampler call.
 
     Graphs as Walder's (kNN, ``w = exp(-omega d^2)``, omega = 1 / mean squared distance);
@@ -366,14 +369,18 @@ def fit_grid(X, labels, *, k_grid=K_GRID, tau_grid=TAU_GRID, class_prior=None,
     ``n_chains`` draws, ``every`` iterations apart), its CPO and PSIS-LOO scores and its
     posterior class marginals; a :class:`~graphssl.inference.loo.ParetoKWarning` (when
     ``warn``) names the settings whose PSIS is unreliable. ``key``: the PRNG key of the
-    chains (required). Memory: two float[m, m] arrays per setting (15 settings x 1500
-    nodes in float32: 270 MB)."""
+    chains (required). ``progress``: ``"auto"``, True or False (:mod:`graphssl._progress`).
+    Memory: two float[m, m] arrays per setting (15 settings x 1500 nodes in float32:
+    270 MB)."""
     scores, models, starts = _grid_models(X, labels, k_grid, tau_grid, class_prior, alpha,
                                           gamma, dtype, build=True)
     samples, loo = mixture_leave_one_out(
         stack_models(models), key, n_checkpoints=n_checkpoints, every=every, burn_in=burn_in,
         n_chains=n_chains, moves=moves, init_beta="self", init_labels=np.stack(starts),
-        progress=progress)
+        progress=progress,
+        why=(f"{len(models)} settings of (k, tau) sample at once, each sweep re-drawing "
+             f"{len(labels)} labels against their centre kernels (O(m^2 C)); fewer settings "
+             "in k_grid / tau_grid, or n_checkpoints, shorten it"))
     log_loss, error = loo.log_loss(), loo.error()
     scores = [s._replace(mixture_loo_log_loss=float(ll), mixture_loo_error=float(e))
               for s, ll, e in zip(scores, log_loss, error, strict=True)]
