@@ -33,8 +33,9 @@ catches a half-written file recompiles. Measured (benchmarks/bench_cost.py
 ``--concurrency 4``): four processes fitting PottsClassifier (n = 10^3) at once on one empty
 folder all finished, with the same labels and no cache warning (0.43-0.44 CPU s each), then
 four more at once on the filled folder each read the solver back (0.17 CPU s each).
-The test suite and tools that must not depend on a user's folder set
-``GRAPHSSL_JAX_CACHE=0`` (``tests/conftest.py`` does).
+The test suite does not touch a user's folder: ``tests/conftest.py`` points every process
+of a run (workers, notebook kernels, CLI subprocesses) at one temporary folder, removed at
+the end.
 
 A segmentation fault seen in ``get_executable_and_time`` during this project's test runs
 (eight processes, one cache folder) made the cache opt-in for a while. Its cause is not the
@@ -50,8 +51,11 @@ programs, such as a whole test suite, gets there.
 What the cache saves (benchmarks/bench_cost.py, a fresh process per fit, CPU s of ``fit``
 on 2 cores, empty folder / filled folder / off): PottsClassifier 0.41 / 0.17 / 0.42 at
 n = 10^3 and 0.65 / 0.44 / 0.64 at 10^4 (its one compiled program, the mean-field sweep:
-0.25 s to compile, 0.01 s to read back; tracing it, 0.06-0.08 s, is paid either way). The
-estimators compile little else: HarmonicFunctionClassifier and LGCClassifier nothing below
+0.25 s to compile, 0.01 s to read back; tracing and lowering it, 0.06-0.09 s, was paid
+either way). The folder also holds ``exported/``: the mean-field solvers as serialised
+``jax.export`` programs (:mod:`graphssl._exported`), which a new process reads instead of
+tracing and lowering: 0.38 / 0.11 / 0.36 at 10^3 and 0.60 / 0.35 / 0.60 at 10^4
+(``bench_cost_export.json``). The estimators compile little else: HarmonicFunctionClassifier and LGCClassifier nothing below
 n = 30,000 on a CPU, where the kNN search runs on the host. Padding shapes to buckets
 would only help a process that meets several sizes (without the cache a new process
 compiles anyway), so it is not done.
