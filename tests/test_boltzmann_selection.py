@@ -201,3 +201,26 @@ def test_estimator_options_are_checked(moons):
         BoltzmannMRFClassifier(label_noise=0.9).fit(X, labels)
     with pytest.raises(ValueError, match="grid"):
         BoltzmannMRFClassifier(grid={"alpha0": (0, 1)}).fit(X, labels)
+
+
+def test_one_standard_error_rule_refuses_a_coupling_that_scores_as_chance():
+    """Digit1 with 10 labels: the weakest coupling's held-out score was chance's (-0.695 vs
+    ln(1/2)), within one standard error of the best (-0.55), and the prior preferred it."""
+    from graphssl.inference.boltzmann.selection import _one_standard_error_choice
+
+    rng = np.random.default_rng(0)
+    chance = np.log(0.5)
+    noise = rng.normal(0.0, 0.05, 10)
+    weak = chance - 0.002 + noise - noise.mean()  # carries no label
+    strong = -0.55 + 0.6 * np.array([1.0, -1.0] * 5)  # better, but noisy over 10 labels
+    terms = np.stack([weak, strong])[None]  # [offsets 1, grid 2, labelled 10]
+    log_prior = np.array([[0.0, -1.0]])  # the prior prefers the weak coupling
+    strength = np.array([[1.0, 2.0]])
+    diff = weak - strong
+    assert diff.mean() >= -diff.std(ddof=1) / np.sqrt(10)  # within one SE of the best
+    assert _one_standard_error_choice(terms, log_prior, strength) == (0, 0)  # no floor
+    assert _one_standard_error_choice(terms, log_prior, strength, chance=chance) == (0, 1)
+    # a weak coupling that does carry the labels is still preferred by the prior
+    carried = -0.60 + rng.normal(0.0, 0.05, 10)
+    terms = np.stack([carried, strong])[None]
+    assert _one_standard_error_choice(terms, log_prior, strength, chance=chance) == (0, 0)

@@ -30,7 +30,8 @@ degenerated: :func:`~graphssl.inference.boltzmann.criteria.merge_gain`; the chai
 cannot merge classes, would report a posterior the model does not have).  The choice is the
 one-standard-error rule, paired: among the grid points whose per-point (CV) terms fall
 short of the best point's by less than one standard error of their mean difference (those
-the labelled points cannot tell from the best), the one of highest prior density
+the labelled points cannot tell from the best) and above chance's ``log(1/C)`` by more
+than one standard error (those that do carry labels), the one of highest prior density
 (``alpha_0 ~ N(0, 3^2)``, ``alpha_d ~ N(log(2 sigma_0^2), 1)``).  Past the point where every
 held-out label is predicted, (CV) only creeps toward its ceiling ``log(1 - rho)`` as the
 coupling grows; the rule stays near the prior's mode instead.  A weak coupling
@@ -354,7 +355,7 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
             f"grid point; start the grid at weaker couplings (settings.alpha0[0] = {grid[0]})")
     log_prior = -0.5 * ((np.asarray(offsets)[:, None] / settings.scale_prior_std) ** 2
                         + (grid[None, :] / settings.alpha0_prior_std) ** 2)
-    oi, gi = _one_standard_error_choice(terms, log_prior, strength)
+    oi, gi = _one_standard_error_choice(terms, log_prior, strength, chance=-math.log(C))
     cv = terms.mean(axis=-1)  # NaN where the path stopped before
     start = starts[oi, gi]
     theta = ExtendedParams(
@@ -369,11 +370,16 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
 
 
 def _one_standard_error_choice(terms: np.ndarray, log_prior: np.ndarray,
-                               strength: np.ndarray) -> tuple[int, int]:
+                               strength: np.ndarray, chance: float | None = None
+                               ) -> tuple[int, int]:
     """The one-standard-error rule (Breiman et al. 1984), paired: among the grid points whose
     per-point (CV) terms fall short of the best point's by less than one standard error of
-    the mean difference, the one of highest prior density ``log_prior`` (ties: weaker
-    coupling, smaller mean weighted degree ``strength``)."""
+    the mean difference, and exceed ``chance`` (``log(1/C)``, the score of a predictive
+    that carries no label; None: no such floor) by more than one standard error, the one
+    of highest prior density ``log_prior`` (ties: weaker coupling, smaller mean weighted
+    degree ``strength``); the best point when none qualifies. With 10 labels the standard
+    error is wide enough that, without the floor, a coupling whose held-out score is
+    chance's (Digit1: -0.695 against ln(1/2) = -0.693, best -0.55) was chosen."""
     means = terms.mean(axis=-1)
     best = terms[np.unravel_index(np.nanargmax(means), means.shape)]
     evaluated = ~np.isnan(means)
@@ -383,11 +389,16 @@ def _one_standard_error_choice(terms: np.ndarray, log_prior: np.ndarray,
         o, g = np.unravel_index(flat, means.shape)
         if not evaluated[o, g]:
             break
-        diff = terms[o, g] - best
-        se = diff.std(ddof=1) / np.sqrt(diff.size) if diff.size > 1 else 0.0
-        if diff.mean() >= -se:
+        short = terms[o, g] - best
+        above = None if chance is None else terms[o, g] - chance
+        if short.mean() >= -_se(short) and (above is None or above.mean() > _se(above)):
             return int(o), int(g)
     return tuple(int(i) for i in np.unravel_index(np.nanargmax(means), means.shape))
+
+
+def _se(values: np.ndarray) -> float:
+    """Standard error of the mean of ``values`` (0 for a single value)."""
+    return float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else 0.0
 
 
 # --------------------------------------------------------------------------- the posterior
