@@ -55,10 +55,10 @@ n = 10^3 and 0.65 / 0.44 / 0.64 at 10^4 (its one compiled program, the mean-fiel
 either way). The folder also holds ``exported/``: the mean-field solvers as serialised
 ``jax.export`` programs (:mod:`graphssl._exported`), which a new process reads instead of
 tracing and lowering: 0.38 / 0.11 / 0.36 at 10^3 and 0.60 / 0.35 / 0.60 at 10^4
-(``bench_cost_export.json``). The estimators compile little else: HarmonicFunctionClassifier and LGCClassifier nothing below
-n = 30,000 on a CPU, where the kNN search runs on the host. Padding shapes to buckets
-would only help a process that meets several sizes (without the cache a new process
-compiles anyway), so it is not done.
+(``bench_cost_export.json``). The estimators compile little else:
+HarmonicFunctionClassifier and LGCClassifier nothing below n = 30,000 on a CPU, where the
+kNN search runs on the host. Padding shapes to buckets would only help a process that meets
+several sizes (without the cache a new process compiles anyway), so it is not done.
 
 """
 

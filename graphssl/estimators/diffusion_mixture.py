@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from graphssl._progress import check_progress
@@ -33,10 +36,23 @@ def _class_prior(class_prior, labels, n_classes):
         return None
     if isinstance(class_prior, str):
         if class_prior != "labelled":
-            raise ValueError("class_prior: use None, 'labelled' or C proportions")
+            raise ValueError(f"class_prior: got {class_prior!r}; use None, 'labelled' or C "
+                             "proportions (DiffusionMixtureClassifier also takes 'auto' and "
+                             "'graph')")
         counts = np.bincount(labels[labels >= 0], minlength=n_classes) + 1.0
         return counts / counts.sum()
     return class_prior
+
+
+def _with_graph_proportions(model, labels):
+    """``model`` with eta = the class proportions of its graph Parzen window
+    (:func:`~graphssl.models.diffusion_mixture.parzen_scores` argmax; labelled nodes at
+    their labels; add-one smoothed, so every class keeps a positive share)."""
+    predicted = np.asarray(parzen_scores(model)).argmax(axis=1)
+    predicted = np.where(labels >= 0, labels, predicted)
+    counts = np.bincount(predicted, minlength=model.n_classes) + 1.0
+    log_eta = np.log(counts / counts.sum())
+    return dataclasses.replace(model, log_eta=jnp.asarray(log_eta, model.log_eta.dtype))
 
 
 def _reads_psis(combine: str, default: str) -> bool:
@@ -57,7 +73,17 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
       alpha: Dirichlet concentration (Eq. 3); gamma: MRF strength (Eq. 4); default 0.8,
         Walder's best on Digit1 and Text (benchmarks/bench_diffusion_mixture.py, Digit1 with
         10 labels: 0.932 at gamma = 0.8 vs 0.634 at 0).
-      class_prior: eta: None (uniform), ``"labelled"`` (labelled frequencies) or C numbers.
+      class_prior: eta: ``"auto"`` (default), ``"graph"``, None (uniform), ``"labelled"``
+        (labelled frequencies, smoothed) or C numbers. ``"graph"``: the class proportions of
+        the graph Parzen window on the model's own D_tau (labelled nodes at their labels,
+        add-one smoothed; ``class_prior_`` holds them): an estimate from all m nodes where
+        the labelled counts come from 10 points. ``"auto"``: the feature model's expected
+        proportions when ``fit_graph`` got node features (below), else ``"graph"``.
+        Measured against uniform eta (split 0, 10 labels a class or the shipped splits):
+        USPS-10 0.687 -> 0.831 (split 1: 0.660 -> 0.721; 80 % of USPS is one class),
+        USPS-100 0.685 -> 0.790, breast_cancer 0.883 -> 0.923 (split 1: 0.883 -> 0.914),
+        Text-10 0.738 -> 0.741, wine and Digit1-10 unchanged, digits 0.982 -> 0.975,
+        COIL2-10 0.589 -> 0.577.
       balance: include p_BAL (Eq. 5); False is the Fig. 2 ablation.
       laplacian_kind: ``"symmetric"`` (I - S) or ``"walder"`` (diag(S 1) - S).
       n_chains, n_iterations, burn_in, thin: MCMC settings (one iteration = Gibbs sweep +
@@ -89,11 +115,11 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         Parzen start 0.973 / 0.954 (``benchmarks/bench_defaults.py``).
       features: ``"auto"`` (default) or None. With node features (``fit_graph(graph, y,
         X=features)``) the feature model of :mod:`graphssl.estimators.feature_prior` gives
-        (1) the class prior eta of p_BAL (Eq. 5) when ``class_prior`` is None: the expected
-        class proportions, the mean over all nodes of the one-hot labels and the feature
-        model's predictions ``h_i`` of the unlabelled nodes; (2) with ``init="auto"``, the
-        chains' start (above); (3) the distribution of every node that no label reaches
-        (a component without a labelled node): ``h_i``. The joint itself keeps Walder's
+        (1) the class prior eta of p_BAL (Eq. 5) when ``class_prior`` is ``"auto"`` or
+        None: the expected class proportions, the mean over all nodes of the one-hot labels
+        and the feature model's predictions ``h_i`` of the unlabelled nodes; (2) with
+        ``init="auto"``, the chains' start (above); (3) the distribution of every node that
+        no label reaches (a component without a labelled node): ``h_i``. The joint itself keeps Walder's
         global eta (no per-node prior term). On CiteSeer's split_val the start moves the
         posterior mean from 0.61 (Parzen start) to 0.64-0.65 and eta from the features adds
         about a point (benchmarks/bench_citation.py).
@@ -114,7 +140,8 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         (:mod:`graphssl._progress`; with ``pointwise_loo=False`` the run is one sampler
         call: a bar only when True).
 
-    Attributes after ``fit``: those of the base, plus ``model_``, ``samples_``
+    Attributes after ``fit``: those of the base, plus ``model_``, ``class_prior_`` (eta),
+    ``samples_``
     (the :class:`~graphssl.inference.mcmc.chains.Samples` of
     :func:`~graphssl.inference.diffusion_mixture.sampler.sample_mixture`),
     ``posterior_mean_`` (float[n, C]), ``map_labels_`` (int[n], values of ``classes_``: the
@@ -128,7 +155,7 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
     """
 
     def __init__(self, k=10, symmetrize="max", weight="gaussian", sigma="walder", tau=5.0,
-                 alpha=0.5, gamma=0.8, class_prior=None, balance=True,
+                 alpha=0.5, gamma=0.8, class_prior="auto", balance=True,
                  laplacian_kind="symmetric", n_chains=4, n_iterations="auto", burn_in="auto",
                  thin=10, max_components=2, moves=(1, 1, 0), estimate="mean", init="auto",
                  init_noise=0.1, random_state=0, engine="auto", block_size=24,
@@ -158,12 +185,19 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.features = features
 
     def _eta(self, labels, n_classes, prior=None):
-        if self.class_prior is None and prior is not None:  # expected class proportions
+        """eta for ``create``: proportions, None (uniform) or ``"graph"`` (read from the
+        model's Parzen window once it exists, :func:`_with_graph_proportions`)."""
+        class_prior = self.class_prior
+        if isinstance(class_prior, str) and class_prior == "auto":
+            class_prior = None if prior is not None else "graph"
+        if class_prior is None and prior is not None:  # expected class proportions
             expected = prior.probs.copy()
             rows = np.flatnonzero(labels >= 0)
             expected[rows] = np.eye(n_classes)[labels[rows]]
             return expected.mean(axis=0)
-        return _class_prior(self.class_prior, labels, n_classes)
+        if isinstance(class_prior, str) and class_prior == "graph":
+            return "graph"
+        return _class_prior(class_prior, labels, n_classes)
 
     def _run_length(self, n_nodes, n_classes):
         """``(n_iterations, burn_in)``: the parameters, or the size-aware ``"auto"`` rules."""
@@ -205,10 +239,15 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
             raise ValueError(f"engine: got {self.engine!r}; use one of {ENGINES}")
         prior = self._fit_feature_prior(labels, n_classes)
         n_iterations, burn_in = self._run_length(graph.n_nodes, n_classes)
+        eta = self._eta(labels, n_classes, prior)
+        from_graph = isinstance(eta, str)
         self.model_ = DirichletDiffusionMixture.create(
             graph, labels, n_classes, tau=self.tau, alpha=self.alpha, gamma=self.gamma,
-            class_prior=self._eta(labels, n_classes, prior), balance=self.balance,
+            class_prior=None if from_graph else eta, balance=self.balance,
             laplacian_kind=self.laplacian_kind)
+        if from_graph:
+            self.model_ = _with_graph_proportions(self.model_, labels)
+        self.class_prior_ = np.exp(np.asarray(self.model_.log_eta, dtype=np.float64))
         thin = min(int(self.thin), n_iterations)
         start = self._start(graph, labels, n_classes, prior)
         warm = start is not None
