@@ -119,10 +119,10 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         None: the expected class proportions, the mean over all nodes of the one-hot labels
         and the feature model's predictions ``h_i`` of the unlabelled nodes; (2) with
         ``init="auto"``, the chains' start (above); (3) the distribution of every node that
-        no label reaches (a component without a labelled node): ``h_i``. The joint itself keeps Walder's
-        global eta (no per-node prior term). On CiteSeer's split_val the start moves the
-        posterior mean from 0.61 (Parzen start) to 0.64-0.65 and eta from the features adds
-        about a point (benchmarks/bench_citation.py).
+        no label reaches (a component without a labelled node): ``h_i``. The joint itself
+        keeps Walder's global eta (no per-node prior term). On CiteSeer's split_val the
+        start moves the posterior mean from 0.61 (Parzen start) to 0.64-0.65 and eta from
+        the features adds about a point (benchmarks/bench_citation.py).
       random_state: None, an int or a ``numpy.random.Generator``.
       engine: the Gibbs sweep's implementation, ``"auto"`` (one fused kernel per chain on a
         GPU, ``lax.scan`` elsewhere), ``"scan"`` or ``"pallas"`` (same draws either way; see
