@@ -70,10 +70,13 @@ class StepTimer:
 
     def _announce(self, remaining: float, now: float) -> None:
         self.announced = True
-        self.stream.write(f"{self.desc}: about {remaining:.0f} s more after "
-                          f"{now - self.start:.0f} s ({self.done} of {self.total} steps "
-                          f"done); {self.why}\n")
-        self.stream.flush()
+        line = (f"{self.desc}: about {remaining:.0f} s more after {now - self.start:.0f} s "
+                f"({self.done} of {self.total} steps done); {self.why}")
+        if self.bar is not None:  # above the bar, which tqdm redraws below it
+            self.bar.write(line, file=self.stream)
+        else:
+            self.stream.write(line + "\n")
+            self.stream.flush()
         if self.bar is None:
             self.bar = _bar(self.total, self.desc, self.stream)
             self.bar.update(self.done - 1)

@@ -5,7 +5,9 @@ One fit (module fixture) is shared; the other tests use the same compiled grid s
 (same node count, folds and chain settings) or no chains at all.
 """
 
+import contextlib
 import dataclasses
+import io
 import itertools
 import warnings
 
@@ -43,11 +45,20 @@ def moons():
 def zero_noise_fit(moons):
     X, _, labels = moons
     clf = BoltzmannMRFClassifier(model="basic", grid=SETTINGS, n_chains=2, n_samples=60,
-                                 burn_in=10)
-    with warnings.catch_warnings():
+                                 burn_in=10, progress=True)
+    stderr = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stderr(stderr):
         warnings.simplefilter("ignore")  # a convergence note on 2 short chains is not the point
         clf.fit(X, labels)
+    clf.stderr_for_test = stderr.getvalue()
     return clf
+
+
+def test_progress_true_reports_the_grid_and_why(zero_noise_fit):
+    (line,) = [text for text in zero_noise_fit.stderr_for_test.splitlines()
+               if text.startswith("coupling grid: about ")]  # the bar's lines besides
+    assert "folds' chains on" in line
+    assert "GridSettings(alpha0=" in line  # the setting that shortens it
 
 
 def nearest_pair_values(geo, values, k=10):
@@ -201,6 +212,8 @@ def test_estimator_options_are_checked(moons):
         BoltzmannMRFClassifier(label_noise=0.9).fit(X, labels)
     with pytest.raises(ValueError, match="grid"):
         BoltzmannMRFClassifier(grid={"alpha0": (0, 1)}).fit(X, labels)
+    with pytest.raises(ValueError, match="progress"):
+        BoltzmannMRFClassifier(progress="yes").fit(X, labels)
 
 
 def test_one_standard_error_rule_refuses_a_coupling_that_scores_as_chance():

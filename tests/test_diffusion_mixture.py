@@ -555,7 +555,7 @@ def test_resume_checks_its_record():
         dms.map_estimate(model, first, member=0)
 
 
-def test_estimator_sample_more_equals_a_longer_fit():
+def test_estimator_sample_more_equals_a_longer_fit(capsys):
     from graphssl.data import two_moons
     from graphssl.estimators import DiffusionMixtureClassifier
 
@@ -565,7 +565,11 @@ def test_estimator_sample_more_equals_a_longer_fit():
         y[np.flatnonzero(ds.y == c)[:3]] = c + 5  # class values need not be 0..C-1
     kw = dict(k=6, gamma=0.8, n_chains=2, burn_in=5, thin=5, random_state=3)
     short = DiffusionMixtureClassifier(n_iterations=20, **kw).fit(ds.X, y).sample_more(10)
-    whole = DiffusionMixtureClassifier(n_iterations=30, **kw).fit(ds.X, y)
+    capsys.readouterr()
+    whole = DiffusionMixtureClassifier(n_iterations=30, progress=True, **kw).fit(ds.X, y)
+    (line,) = [text for text in capsys.readouterr().err.splitlines()
+               if text.startswith("diffusion mixture: about ")]  # the bar's lines besides
+    assert "O(m^2 C)" in line  # and progress changes no draw (below)
     np.testing.assert_array_equal(np.asarray(short.samples_.labels),
                                   np.asarray(whole.samples_.labels))
     np.testing.assert_allclose(short.label_distributions_, whole.label_distributions_,
@@ -593,6 +597,8 @@ def test_estimator_sample_more_equals_a_longer_fit():
                                        **kw).fit(ds.X, y)
     with pytest.raises(ValueError, match="engine"):
         DiffusionMixtureClassifier(engine="cuda", **kw).fit(ds.X, y)
+    with pytest.raises(ValueError, match="progress"):
+        DiffusionMixtureClassifier(progress="always", **kw).fit(ds.X, y)
 
 
 def _assert_map_is_lowest_energy_found(clf):
