@@ -20,7 +20,9 @@ Measured in ``benchmarks/bench_cost.py`` (issue 30: cost at the small end).
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import inspect
 import os
 import pathlib
@@ -52,7 +54,8 @@ def exported_call(jitted, *args, **static):
     Returns what ``jitted`` returns (bit-identical: the same StableHLO, compiled by XLA).
     """
     folder = exported_folder()
-    if folder is None or any(isinstance(a, jax.core.Tracer) for a in args):
+    if (folder is None or not _serialisable()
+            or any(isinstance(a, jax.core.Tracer) for a in args)):
         return jitted(*args, **static)
     key = _key(jitted, args, static)
     call = _MEMO.get(key)
@@ -60,8 +63,6 @@ def exported_call(jitted, *args, **static):
         call = _load(folder / f"{key}.jaxexport")
         if call is None:
             call = _export_and_store(jitted, args, static, folder / f"{key}.jaxexport")
-            if call is None:
-                return jitted(*args, **static)
         _MEMO[key] = call
     return call(*args)
 
@@ -109,16 +110,19 @@ def _load(path: pathlib.Path):
         return None
 
 
-def _export_and_store(jitted, args, static, path: pathlib.Path):
-    """Export ``jitted`` at these arguments, write it atomically, return its jitted call;
-    None when this JAX cannot serialise (no ``flatbuffers``) or the folder is unwritable."""
-    try:
-        from jax import export
+@functools.cache
+def _serialisable() -> bool:
+    """Whether ``jax.export`` can serialise here (it needs the ``flatbuffers`` package)."""
+    return importlib.util.find_spec("flatbuffers") is not None
 
-        exported = export.export(jitted)(*args, **static)  # for the default backend
-        blob = exported.serialize()
-    except ImportError:
-        return None
+
+def _export_and_store(jitted, args, static, path: pathlib.Path):
+    """Export ``jitted`` at these arguments, write it atomically (not at all when the
+    folder is unwritable), return its jitted call."""
+    from jax import export
+
+    exported = export.export(jitted)(*args, **static)  # for the default backend
+    blob = exported.serialize()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as fh:

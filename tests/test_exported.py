@@ -66,9 +66,13 @@ def test_unreadable_file_is_replaced_and_off_or_traced_calls_jit(folder, monkeyp
     # inside jit the arguments are traced: the plain function is traced with them
     traced = jax.jit(lambda a: _exported.exported_call(_poly, a, y, power=2)[0])(x)
     np.testing.assert_array_equal(np.asarray(traced), np.sum(x**2, axis=0))
-    monkeypatch.setattr(_exported, "exported_folder", lambda: None)  # cache off
     _exported._MEMO.clear()
     path.unlink()
+    monkeypatch.setattr(_exported, "_serialisable", lambda: False)  # no flatbuffers
+    _exported.exported_call(_poly, x, y, power=2)
+    assert _files(folder) == [] and _exported._MEMO == {}
+    monkeypatch.undo()
+    monkeypatch.setattr(_exported, "exported_folder", lambda: None)  # cache off
     _exported.exported_call(_poly, x, y, power=2)
     assert _files(folder) == []
 
