@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -71,28 +72,57 @@ _INNER = os.environ.get("GRAPHSSL_DASK_GRID_INNER") == "1"
 def test_grid_in_its_own_process(tmp_path):
     """Run the grid test below in a fresh interpreter and require it to pass there.
 
-    The inner run takes ~1-2 minutes. Once, after the test had passed, its interpreter did
-    not exit: a restarted Dask worker kept its event loop spinning after the cluster closed
-    and the exit waited on it (seen in one full-suite run). A run still alive after
-    ``LIMIT_S`` is killed with its process group; it counts as passed only if pytest had
-    already reported the test passed (the hang was in Dask's shutdown, after every check)."""
+    The inner run takes 20-60 s. Twice in full-suite runs (four test processes on two cores)
+    it did not finish: once its interpreter did not exit after the test had passed (a
+    restarted Dask worker kept its event loop spinning after the cluster closed), once the
+    test itself had not finished after 240 s (it passes alone in 20 s; 55 s is the longest
+    seen in a passing full-suite run). A run still alive
+    after ``LIMIT_S`` is killed with its process group (pytest's faulthandler has dumped every
+    thread's stack to its stderr ``FAULTHANDLER_S`` in, shown in the failure message); it
+    counts as passed if pytest had already reported the test passed, else it is run once more
+    (a ``UserWarning`` says so) and that run decides."""
+    first = _inner_run(tmp_path / "inner")
+    if first.hung and "1 passed" not in first.stdout:
+        import warnings
+
+        warnings.warn(f"test_grid_dask: the inner run hung for {LIMIT_S} s; running it once "
+                      f"more. Its stacks:\n{first.stderr[-3000:]}", UserWarning, stacklevel=1)
+        second = _inner_run(tmp_path / "inner_again")
+        assert second.passed, (second.stdout[-3000:] + second.stderr[-3000:]
+                               + "\n--- first attempt ---\n" + first.stderr[-2000:])
+        return
+    assert first.passed, first.stdout[-4000:] + first.stderr[-3000:]
+
+
+class _InnerRun(NamedTuple):
+    stdout: str
+    stderr: str
+    hung: bool
+
+    @property
+    def passed(self) -> bool:
+        return "1 passed" in self.stdout
+
+
+def _inner_run(basetemp) -> _InnerRun:
+    """The grid test in a new interpreter, killed with its process group after ``LIMIT_S``."""
     env = dict(os.environ, GRAPHSSL_DASK_GRID_INNER="1", PYTHONUNBUFFERED="1")
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-               __file__, "--basetemp", str(tmp_path / "inner")]
+               "-o", f"faulthandler_timeout={FAULTHANDLER_S}", __file__,
+               "--basetemp", str(basetemp)]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
         stdout, stderr = proc.communicate(timeout=LIMIT_S)
-        returncode = proc.returncode
+        return _InnerRun(stdout, stderr, hung=False)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         stdout, stderr = proc.communicate()
-        returncode = 0 if "1 passed" in stdout else -1
-    assert returncode == 0, stdout[-4000:] + stderr[-2000:]
-    assert "1 passed" in stdout, stdout[-2000:]
+        return _InnerRun(stdout, stderr, hung=True)
 
 
-LIMIT_S = 240
+LIMIT_S = 150
+FAULTHANDLER_S = 120  # the inner pytest dumps its threads' stacks after this long
 
 
 @pytest.mark.skipif(not _INNER, reason="runs in its own process (test_grid_in_its_own_process)")
