@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable, Iterator
 
-__all__ = ["LONG_RUN_SECONDS", "StepTimer", "check_progress", "timed_progress"]
+__all__ = ["LONG_RUN_SECONDS", "StepTimer", "check_progress"]
 
 LONG_RUN_SECONDS = 10.0  # issue 25, item 5: a default fit longer than this shows progress
 
@@ -72,30 +71,17 @@ class StepTimer:
         self.announced = True
         line = (f"{self.desc}: about {remaining:.0f} s more after {now - self.start:.0f} s "
                 f"({self.done} of {self.total} steps done); {self.why}")
-        if self.bar is not None:  # above the bar, which tqdm redraws below it
-            self.bar.write(line, file=self.stream)
-        else:
+        if self.bar is None:  # "auto": the line, then a bar for the rest
             self.stream.write(line + "\n")
             self.stream.flush()
-        if self.bar is None:
             self.bar = _bar(self.total, self.desc, self.stream)
             self.bar.update(self.done - 1)
+        else:  # above the bar, which tqdm redraws below it
+            self.bar.write(line, file=self.stream)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-
-
-def timed_progress(steps: Iterable, progress, **timer_kwargs) -> Iterator:
-    """Yield ``steps``, reported by a :class:`StepTimer` (``timer_kwargs``: its keyword
-    arguments, ``total``, ``desc`` and ``why`` among them)."""
-    timer = StepTimer(progress, **timer_kwargs)
-    try:
-        for step in steps:
-            yield step
-            timer.tick()
-    finally:
-        timer.close()
 
 
 def _bar(total: int, desc: str, stream):

@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from graphssl._progress import check_progress, timed_progress
+from graphssl._progress import StepTimer, check_progress
 
 
 def _clock(step_seconds):
@@ -20,9 +20,14 @@ def _clock(step_seconds):
 
 def _run(progress, step_seconds, total=20):
     stream = io.StringIO()
-    items = list(timed_progress(range(total), progress, total=total, desc="chains",
-                                why="a sweep costs O(m^2 C); n_iterations=100 shortens it",
-                                clock=_clock(step_seconds), stream=stream))
+    timer = StepTimer(progress, total=total, desc="chains",
+                      why="a sweep costs O(m^2 C); n_iterations=100 shortens it",
+                      clock=_clock(step_seconds), stream=stream)
+    items = []
+    for step in range(total):
+        items.append(step)
+        timer.tick()
+    timer.close()
     return items, stream.getvalue()
 
 
