@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphssl._blas import limited_threads
 from graphssl._distances import _brute_force_knn, _drop_self, _exact_distances, _squared_norms
 
 _HNSW_M = 32
@@ -142,11 +143,9 @@ def _principal_projection(X: np.ndarray, r: int, seed: int) -> np.ndarray:
     a 256 x 256 matrix took 2.7-3.6 s against 0.014-0.05 s single-threaded (busy-waiting
     threads), and the scatter matrix 0.58 s against 0.04 s.
     """
-    from threadpoolctl import threadpool_limits
-
     Xc = X - X.mean(axis=0)
     d = X.shape[1]
-    with threadpool_limits(1):
+    with limited_threads(1, user_api=None):
         if d <= 2048:
             axes = np.linalg.eigh(Xc.T @ Xc)[1][:, ::-1][:, :r]
         else:

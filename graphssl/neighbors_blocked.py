@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphssl._blas import limited_threads
 from graphssl._distances import _drop_self, _exact_distances, _squared_norms, _threads
 
 __all__ = ["blocked_knn", "grouped_top", "leaf_order"]
@@ -125,9 +126,7 @@ def _leaf_columns(X32, order, bounds):
 def blocked_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact ``(indices int64[n, k], distances float64[n, k])`` of each point's k nearest
     other points, nearest first, ties by index (see the module docstring)."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1, user_api="blas"):  # small products: BLAS threads only wait
+    with limited_threads(1):  # small products: BLAS threads only wait
         candidates = _candidates(X, min(X.shape[0], k + 1 + SLACK))
     distances = _exact_distances(np.asarray(X, dtype=np.float64), candidates)
     rank = np.lexsort((candidates, distances), axis=1)[:, : k + 1]

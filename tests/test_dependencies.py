@@ -37,7 +37,6 @@ IMPORT_NAMES = {
 # declared core dependencies that graphssl uses without importing them by name
 USED_INDIRECTLY = {
     "h5netcdf": "the netCDF engine of arviz / xarray's to_netcdf (graphssl.runs)",
-    "flatbuffers": "jax.export's serialize / deserialize (graphssl._exported)",
 }
 LOADERS = {"_optional", "import_module"}  # calls whose first argument is a module name
 

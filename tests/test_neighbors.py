@@ -106,12 +106,14 @@ def test_leaf_order_is_a_partition_into_small_leaves(points):
 
 def test_auto_method_thresholds(monkeypatch):
     assert auto_method(10**6, 3) == "kdtree"
-    assert auto_method(1000, 64) == "blocked"
+    assert auto_method(1000, 64) == "brute"
+    assert auto_method(neighbors._BRUTE_MAX_N, 64) == "brute"
+    assert auto_method(neighbors._BRUTE_MAX_N + 1, 64) == "blocked"
     monkeypatch.setattr(neighbors, "_on_accelerator", lambda: False)
     assert auto_method(neighbors._BLOCKED_MAX_N, 64) == "blocked"
     assert auto_method(neighbors._BLOCKED_MAX_N + 1, 64) == "gemm"
     monkeypatch.setattr(neighbors, "_on_accelerator", lambda: True)
-    assert auto_method(1000, 64) == "blocked"
+    assert auto_method(neighbors._BRUTE_MAX_N + 1, 64) == "blocked"
     assert auto_method(neighbors._APPROXIMATE_MIN_N, 64) == "gemm"
     installed = {"faiss": True, "pynndescent": True}
     monkeypatch.setattr(neighbors, "_installed", lambda name: installed[name])

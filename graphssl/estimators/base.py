@@ -51,6 +51,11 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+
+# imported with the estimators, as scikit-learn's own LabelSpreading does, not inside the
+# first fit (0.1 CPU s): prediction uses it, and so does the kNN search of fit() on up to
+# 3000 points (scikit-learn's brute force, graphssl.neighbors.auto_method)
+from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from graphssl.graph import (
@@ -323,8 +328,6 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
 
     def _predict_new(self, X):
         """Training points keep their fitted distribution; the others are induced."""
-        from sklearn.neighbors import NearestNeighbors
-
         nn = NearestNeighbors(n_neighbors=1).fit(self.X_fit_)
         distances, indices = nn.kneighbors(X)
         same = distances[:, 0] == 0
@@ -335,8 +338,6 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         return proba
 
     def _induce(self, X):
-        from sklearn.neighbors import NearestNeighbors
-
         k = min(int(self.k_ or 10), self.X_fit_.shape[0])
         nn = NearestNeighbors(n_neighbors=k).fit(self.X_fit_)
         distances, indices = nn.kneighbors(X)

@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
+from graphssl._blas import limited_threads
 from graphssl.models.feature_model import (
     FeatureModelParams,
     as_feature_matrix,
@@ -220,7 +220,7 @@ def fit_feature_model(features, targets, weights=None, prior_precision: float = 
         _, targets, weights = _inputs(np.zeros((X.shape[0], 0)), targets, weights, n_classes)
         # one BLAS thread: the small dense steps (eigh of 120 x 120, L-BFGS-B updates of 726
         # unknowns) ran 30-100x slower with OpenBLAS threads on a loaded 2-core machine
-        with threadpool_limits(1, user_api="blas"):
+        with limited_threads(1):
             return _fit_scipy(X, targets, weights, prior_precision, int(max_iter), float(tol))
     features, targets, weights = _inputs(features, targets, weights, n_classes)
     dtype = features.dtype
