@@ -72,8 +72,8 @@ def exported_call(jitted, *args, **static):
     path = folder / f"{key}{SUFFIX}"
     loaded = _load(path)
     if loaded is not None:
-        try:
-            out = loaded(*args)
+        try:  # dispatch is asynchronous: a failure shows when the results are awaited
+            out = jax.block_until_ready(loaded(*args))
         except jax.errors.JaxRuntimeError:  # loads but cannot run here: compile as usual
             path.unlink(missing_ok=True)
         else:

@@ -169,6 +169,8 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
     fields0 = to_device(np.zeros((n, q)) if init_fields is None else init_fields, dtype)
     if fields0.shape != (n, q):
         raise ValueError(f"init: expected fields of shape ({n}, {q}), got {fields0.shape}")
+    if options.order != "chromatic" and _concrete(neighbor_index, neighbor_weight):
+        neighbor_index, neighbor_weight = _padded_to_bucket(neighbor_index, neighbor_weight)
     neighbor_weight = to_device(neighbor_weight, dtype)
     arrays = (unary, neighbor_index, neighbor_weight, clamped, clamp_onehot, fields0)
     rank = None
@@ -197,6 +199,29 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
     solution = MeanFieldSolution(to_device(np.exp(log_phi)), to_device(log_phi), fields)
     converged = to_device(np.asarray(res) < np.asarray(tol))
     return solution, MeanFieldInfo(iterations=t, residual=res, converged=converged)
+
+
+TABLE_BUCKET = 8
+
+
+def _padded_to_bucket(neighbor_index, neighbor_weight):
+    """The neighbour table widened to a multiple of ``TABLE_BUCKET`` columns (padding: the
+    node's own index at weight 0, as in ``Graph.padded_neighbors``; no field changes), so
+    graphs of one size whose largest degree differs a little share one compiled sweep
+    (a new width compiles anew: 0.25-0.4 CPU s at n = 10^3 against 0.005 s of sweeps). At
+    most 7 extra columns: on kNN graphs (k = 10, widths 20-40) 0-35 % more gather work,
+    paid only where a table's width is not already a multiple of 8."""
+    index = np.asarray(neighbor_index)
+    n, d = index.shape
+    width = -(-max(d, 1) // TABLE_BUCKET) * TABLE_BUCKET
+    if width == d:
+        return neighbor_index, neighbor_weight
+    weight = np.asarray(neighbor_weight)
+    padded_index = np.repeat(np.arange(n, dtype=index.dtype)[:, None], width, axis=1)
+    padded_index[:, :d] = index
+    padded_weight = np.zeros((n, width), dtype=weight.dtype)
+    padded_weight[:, :d] = weight
+    return padded_index, padded_weight
 
 
 def _concrete(*arrays) -> bool:
