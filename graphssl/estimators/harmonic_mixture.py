@@ -108,7 +108,7 @@ class HarmonicMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         k=10,
         symmetrize="max",
         weight="gaussian",
-        sigma="kth_over_3",
+        sigma="local",
         standardize="auto",
     ):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma,

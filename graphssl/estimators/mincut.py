@@ -76,7 +76,7 @@ class MincutClassifier(GraphSSLClassifier):
         k=10,
         symmetrize="max",
         weight="gaussian",
-        sigma="kth_over_3",
+        sigma="local",
         *,
         scheme="knn",
         metric="euclidean",

@@ -43,7 +43,10 @@ class PottsClassifier(GraphSSLClassifier):
 
     Parameters:
       k: kNN neighbours; None = ``log2 N`` (the paper's choice, Sec. 5).
-      symmetrize, weight, sigma: graph options (defaults: the paper's Eqs. 6-8);
+      symmetrize, weight, sigma: graph options (defaults: the paper's Eqs. 6 and 8, with
+        ``sigma="local"``: Eq. 7's width per point, its own k-th neighbour distance / 3,
+        instead of the mean over points, ``"kth_over_3"``: better on the default panel,
+        see ``GraphSSLClassifier``);
         unreached: ``"reconnect"`` (default) or ``"keep"``: what ``fit(X, y)`` does with
         the points that the mutual kNN graph (``symmetrize="min"``, Eq. 8) leaves in a
         component without a labelled point. ``"keep"`` is the paper's graph (they get the
@@ -113,7 +116,7 @@ class PottsClassifier(GraphSSLClassifier):
         k=None,
         symmetrize="min",
         weight="gaussian",
-        sigma="kth_over_3",
+        sigma="local",
         *,
         beta="auto",
         normalize="row",

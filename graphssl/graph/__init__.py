@@ -39,6 +39,8 @@ from graphssl.graph.operators import (
 from graphssl.graph.weights import (
     gaussian_weights,
     length_scale_weights,
+    local_gaussian_weights,
+    local_widths,
     sigma_kth_neighbor,
     walder_omega,
 )
@@ -51,6 +53,8 @@ __all__ = [
     "unreached_nodes",
     "knn_search",
     "knn_graph",
+    "local_widths",
+    "local_gaussian_weights",
     "epsilon_graph",
     "dense_graph",
     "gaussian_weights",

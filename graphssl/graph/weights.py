@@ -9,7 +9,8 @@ import numpy as np
 
 from graphssl.neighbors import _squared_norms
 
-__all__ = ["gaussian_weights", "sigma_kth_neighbor", "walder_omega", "length_scale_weights"]
+__all__ = ["gaussian_weights", "sigma_kth_neighbor", "local_widths", "local_gaussian_weights",
+           "walder_omega", "length_scale_weights"]
 
 
 def gaussian_weights(sq_dist, sigma):
@@ -36,6 +37,23 @@ def sigma_kth_neighbor(distances) -> float:
             )
         sigma = float(np.mean(positive) / 3.0)
     return sigma
+
+
+def local_widths(distances) -> np.ndarray:
+    """``sigma_i = d_{i,k(i)} / 3``: each point's own distance to its k-th neighbour over 3
+    (Bergamim & Breve's Eq. 7 rule per point instead of averaged; the local scaling of
+    Zelnik-Manor & Perona 2004), ``float[n]``. A point whose k neighbours are all exact
+    duplicates (width 0) gets the global width of :func:`sigma_kth_neighbor`."""
+    widths = np.asarray(distances, dtype=np.float64)[:, -1] / 3.0
+    if np.any(widths <= 0):
+        widths = np.where(widths > 0, widths, sigma_kth_neighbor(distances))
+    return widths
+
+
+def local_gaussian_weights(sq_dist, width_i, width_j):
+    """``exp(-d_ij^2 / (2 sigma_i sigma_j))``: the Gaussian weight with the geometric mean of
+    the two end points' widths (:func:`local_widths`), symmetric in i and j."""
+    return np.exp(-np.asarray(sq_dist) / (2.0 * np.asarray(width_i) * np.asarray(width_j)))
 
 
 def walder_omega(X) -> float:
@@ -83,14 +101,18 @@ def _edge_weights(X, rows, cols, distances, weight, sigma, t, knn_distances=None
             f"weight: unknown scheme {weight!r}; use 'gaussian', 'binary', 'distance' or 'cosine'"
         )
     sq = distances**2
-    if sigma is None or sigma == "kth_over_3":
+    if sigma is None or sigma in ("kth_over_3", "local"):
         if knn_distances is None:
-            raise ValueError("sigma: 'kth_over_3' needs a kNN graph; give sigma as a number")
+            raise ValueError(f"sigma: {sigma!r} needs a kNN graph; give sigma as a number")
+        if sigma == "local":
+            widths = local_widths(knn_distances)
+            return local_gaussian_weights(sq, widths[rows], widths[cols])
         return gaussian_weights(sq, sigma_kth_neighbor(knn_distances))
     if sigma == "walder":
         return np.exp(-walder_omega(X) * sq)
     if isinstance(sigma, str):
         raise ValueError(
-            f"sigma: unknown rule {sigma!r}; use a positive number, 'kth_over_3' or 'walder'"
+            f"sigma: unknown rule {sigma!r}; use a positive number, 'kth_over_3', 'local' or "
+            "'walder'"
         )
     return gaussian_weights(sq, float(sigma))
