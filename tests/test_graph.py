@@ -313,3 +313,25 @@ def test_duplicates_are_kept_by_default():
     assert graph.n_edges > 0
     W = graph.to_scipy()
     assert W[0, 1] == 1.0  # distance 0: Gaussian weight 1, a legitimate affinity
+
+
+def test_local_sigma_weighs_each_edge_by_its_end_points_own_widths():
+    """sigma="local": w_ij = exp(-d_ij^2 / (2 sigma_i sigma_j)), sigma_i = d_{i,k} / 3
+    (each point's own k-th neighbour distance), symmetric; a point whose k neighbours are
+    exact duplicates falls back on the global width instead of dividing by zero."""
+    rng = np.random.default_rng(3)
+    points = np.concatenate([rng.normal(size=(30, 2)), 5.0 + 0.1 * rng.normal(size=(30, 2))])
+    k = 4
+    indices, distances = G.knn_search(points, k)
+    widths = distances[:, -1] / 3.0
+    W = G.knn_graph(points, k, symmetrize="max", sigma="local").to_scipy().toarray()
+    rows, cols = np.nonzero(W)
+    d2 = np.sum((points[rows] - points[cols]) ** 2, axis=1)
+    np.testing.assert_allclose(W[rows, cols], np.exp(-d2 / (2 * widths[rows] * widths[cols])),
+                               rtol=1e-10)
+    np.testing.assert_allclose(W, W.T)
+    # the tight cluster (10x smaller spread) gets its own, smaller widths
+    assert widths[30:].mean() < widths[:30].mean() / 5
+    duplicated = np.concatenate([np.zeros((5, 2)), rng.normal(size=(20, 2))])
+    W = G.knn_graph(duplicated, 4, sigma="local").to_scipy()
+    assert np.all(np.isfinite(W.data)) and np.all(W.data > 0)
