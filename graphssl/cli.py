@@ -98,7 +98,8 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
                       help=f"comma-separated, from: {', '.join(MODELS)} (or 'all')")
     grid.add_argument("--k", type=int, default=10, help="kNN graph neighbours (default 10)")
     grid.add_argument("--sigma", default="kth_over_3",
-                      help="Gaussian width: a number, 'kth_over_3' or 'walder'")
+                      help="Gaussian width: a number, 'kth_over_3', 'local' (per point) or "
+                           "'walder'")
     grid.add_argument("--symmetrize", default="max", choices=["max", "min", "mean"])
     conv = run.add_argument_group("convergence of the samplers")
     conv.add_argument("--target-rhat", type=float, default=1.01,

@@ -52,10 +52,12 @@ What the cache saves (benchmarks/bench_cost.py, a fresh process per fit, CPU s o
 on 2 cores, empty folder / filled folder / off): PottsClassifier 0.41 / 0.17 / 0.42 at
 n = 10^3 and 0.65 / 0.44 / 0.64 at 10^4 (its one compiled program, the mean-field sweep:
 0.25 s to compile, 0.01 s to read back; tracing and lowering it, 0.06-0.09 s, was paid
-either way). The folder also holds ``exported/``: the mean-field solvers as serialised
-``jax.export`` programs (:mod:`graphssl._exported`), which a new process reads instead of
-tracing and lowering: 0.38 / 0.11 / 0.36 at 10^3 and 0.60 / 0.35 / 0.60 at 10^4
-(``bench_cost_export.json``). The estimators compile little else:
+either way). The folder also holds ``exported/``: the mean-field solvers' compiled
+executables (:mod:`graphssl._exported`), which a new process loads and runs with no tracing,
+lowering or cache lookup (``bench_cost_exec.json``: 0.08-0.09 CPU s at 10^3, where storing
+``jax.export`` programs instead gave 0.11 and nothing stored 0.17). The mean-field sweeps
+take their neighbour table padded to a multiple of 8 columns, so graphs of one size whose
+largest degree differs a little share one program. The estimators compile little else:
 HarmonicFunctionClassifier and LGCClassifier nothing below n = 30,000 on a CPU, where the
 kNN search runs on the host. Padding shapes to buckets would only help a process that meets
 several sizes (without the cache a new process compiles anyway), so it is not done.
