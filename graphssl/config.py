@@ -54,8 +54,9 @@ n = 10^3 and 0.65 / 0.44 / 0.64 at 10^4 (its one compiled program, the mean-fiel
 0.25 s to compile, 0.01 s to read back; tracing and lowering it, 0.06-0.09 s, was paid
 either way). The folder also holds ``exported/``: the mean-field solvers' compiled
 executables (:mod:`graphssl._exported`), which a new process loads and runs with no tracing,
-lowering or cache lookup (``bench_cost_exec.json``: 0.08-0.09 CPU s at 10^3, where storing
-``jax.export`` programs instead gave 0.11 and nothing stored 0.17). The mean-field sweeps
+lowering or cache lookup (``bench_cost_exec.json``: 0.072 CPU s at 10^3 and 0.30 at 10^4,
+where storing ``jax.export`` programs instead gave 0.11 / 0.35 and nothing stored 0.17 /
+0.50). The mean-field sweeps
 take their neighbour table padded to a multiple of 8 columns, so graphs of one size whose
 largest degree differs a little share one program. The estimators compile little else:
 HarmonicFunctionClassifier and LGCClassifier nothing below n = 30,000 on a CPU, where the
