@@ -116,6 +116,13 @@ class LGCClassifier(FeaturePriorMixin, GraphSSLClassifier):
     """Local and global consistency (Zhou et al. 2004), ``F* = (1-alpha)(I - alpha S)^-1 Y``;
     see :func:`graphssl.inference.optimize.baselines.lgc`.
 
+    ``alpha=0.9`` by default (Zhou et al. use 0.99): near 1 the solution follows the leading
+    eigenvector of ``S``, so the labelled nodes of highest degree take over whole classes.
+    Measured on the default panel (``benchmarks/bench_defaults.py``, 10 splits, paired):
+    0.9 against 0.99 gained on 10 of 14 sets, Text-10 52.7 -> 63.4, Text-100 58.1 -> 73.7,
+    USPS-100 87.5 -> 95.2, wine 86.1 -> 92.7, and lost at most 1.2 points (USPS-10, within its
+    standard error).
+
     With node features (``fit_graph(graph, y, X=features)``, ``features="auto"``, the
     default) Zhou et al.'s fit term also pulls every unlabelled row toward the feature
     model's prediction ``h_i`` (:mod:`graphssl.estimators.feature_prior`), with weight
@@ -136,7 +143,7 @@ class LGCClassifier(FeaturePriorMixin, GraphSSLClassifier):
         weight="gaussian",
         sigma="kth_over_3",
         *,
-        alpha=0.99,
+        alpha=0.9,
         method="auto",
         tol=1e-5,
         features="auto",
