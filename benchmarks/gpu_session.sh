@@ -13,6 +13,7 @@
 #                                        # the fused sweep, GRF from features end to end
 #   bash benchmarks/gpu_session.sh 9     # numpyro's MCMC driving the label kernels against
 #                                        # sample_chains, elapsed time (issue 27 item 5)
+#   bash benchmarks/gpu_session.sh 10    # stored executables and the default estimators' tests
 #   bash benchmarks/gpu_session.sh smoke # every script at toy size (run it on a CPU first)
 #
 # Each script runs under its own time limit (`timeout`), so one that overruns leaves the others
@@ -130,6 +131,15 @@ case $part in
     run numpyro_1e5 130 benchmarks/bench_numpyro_overhead.py --n 100000 --steps 2000,1000 \
       --repeats 3 --warmup 1 --kernels chromatic_gibbs,swendsen_wang --drivers $drivers \
       --out bench_numpyro_overhead_gpu_1e5.json
+    ;;
+  10)  # 2026-11-27: stored compiled executables (graphssl._exported) and the local-width
+       # defaults on a GPU: the estimator, mean-field, MAP and exported-program tests, one
+       # process (no xdist: workers would share the device), memory taken as needed
+    export XLA_PYTHON_CLIENT_PREALLOCATE=false
+    run gpu_tests 330 -m pytest -q -p no:cacheprovider -n 0 --durations=10 \
+      tests/test_exported.py tests/test_mean_field.py tests/test_diffusion_mixture_fused.py \
+      tests/test_end_to_end.py tests/test_map_is_mode.py tests/test_graph.py \
+      tests/test_estimators.py
     ;;
   *)
     echo "unknown part $part" >&2
