@@ -132,7 +132,7 @@ case $part in
       --repeats 3 --warmup 1 --kernels chromatic_gibbs,swendsen_wang --drivers $drivers \
       --out bench_numpyro_overhead_gpu_1e5.json
     ;;
-  10)  # 2026-11-27: stored compiled executables (graphssl._exported) and the local-width
+  10)  # 2026-11-26: stored compiled executables (graphssl._exported) and the local-width
        # defaults on a GPU: the estimator, mean-field, MAP and exported-program tests, one
        # process (no xdist: workers would share the device), memory taken as needed
     export XLA_PYTHON_CLIENT_PREALLOCATE=false

@@ -135,7 +135,10 @@ def _gemm_candidates(X32, queries, m: int, block: int, group: int):
             doubled = jnp.concatenate([2.0 * X32, jnp.zeros((pad, d), X32.dtype)])
 
             def one(block_rows):
-                scores = block_rows @ doubled.T - norms[None, :]
+                # HIGHEST: full float32 products (a GPU's default, TF32, keeps ~10 bits and
+                # put true neighbours more than the slack behind: the crowded-curve test)
+                scores = jnp.matmul(block_rows, doubled.T,
+                                    precision=jax.lax.Precision.HIGHEST) - norms[None, :]
                 return grouped_top_k(scores, m, group)[1]
 
             return jax.lax.map(one, queries.reshape(-1, block, queries.shape[1]))

@@ -117,9 +117,10 @@ def _sweep_kernel(n_nodes, greedy, d_ref, lap_ref, log_eta_ref, info_ref, scalar
         probs = weights / jnp.sum(weights)
         if greedy:  # joint argmax over (y, beta), as map_refine's scan sweep
             best = jnp.where(allowed, logits + jnp.log(jnp.max(comp, axis=1)), -jnp.inf)
-            y_new = jnp.argmax(best).astype(jnp.int32)
+            # int32 indices: Triton's argmax takes no int64 index (jnp.argmax's under x64)
+            y_new = jax.lax.argmax(best, 0, jnp.int32)
             row = jnp.sum(jnp.where(classes[:, None] == y_new, comp, 0.0), axis=0)
-            b_new = jnp.argmax(row).astype(jnp.int32)
+            b_new = jax.lax.argmax(row, 0, jnp.int32)
         else:
             cum_y = jnp.cumsum(probs)
             y_new = jnp.sum((cum_y <= u_ref[0, i] * jnp.max(cum_y)).astype(jnp.int32))
