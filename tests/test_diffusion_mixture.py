@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _xla import OPTIMISED
 
 from graphssl.graph import Graph
 from graphssl.inference.diffusion_mixture import (
@@ -142,13 +143,15 @@ def _max_z(samples, exact):
     return worst
 
 
-_SWEEP = jax.jit(jax.vmap(gibbs.gibbs_sweep, in_axes=(None, 0, 0)))
-_RESAMPLE = jax.jit(jax.vmap(moves.resample_component_move, in_axes=(None, 0, 0)))
+_SWEEP = jax.jit(jax.vmap(gibbs.gibbs_sweep, in_axes=(None, 0, 0)), compiler_options=OPTIMISED)
+_RESAMPLE = jax.jit(jax.vmap(moves.resample_component_move, in_axes=(None, 0, 0)),
+                    compiler_options=OPTIMISED)
 _RELABEL = jax.jit(jax.vmap(moves.relabel_components_move, in_axes=(None, 0, 0, None)),
-                   static_argnums=3)
-_REFINE = jax.jit(jax.vmap(kernels.map_refine, in_axes=(None, 0)))
-_LOG_JOINT = jax.jit(jax.vmap(dm.log_joint, in_axes=(None, 0, 0)))
-_STATS = jax.jit(jax.vmap(dm.sufficient_statistics, in_axes=(None, 0, 0)))
+                   static_argnums=3, compiler_options=OPTIMISED)
+_REFINE = jax.jit(jax.vmap(kernels.map_refine, in_axes=(None, 0)), compiler_options=OPTIMISED)
+_LOG_JOINT = jax.jit(jax.vmap(dm.log_joint, in_axes=(None, 0, 0)), compiler_options=OPTIMISED)
+_STATS = jax.jit(jax.vmap(dm.sufficient_statistics, in_axes=(None, 0, 0)),
+                 compiler_options=OPTIMISED)
 
 
 def _keys(seed, n):
@@ -351,7 +354,7 @@ def _split_merge_repeated(model, keys, states, move=split_merge.split_merge_move
     return jax.lax.scan(body, states, keys)
 
 
-_SPLIT_MERGE = jax.jit(_split_merge_repeated, static_argnames="move")
+_SPLIT_MERGE = jax.jit(_split_merge_repeated, static_argnames="move", compiler_options=OPTIMISED)
 
 
 def _exact_draws(setup, seed, **kw):

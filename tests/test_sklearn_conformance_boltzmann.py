@@ -5,11 +5,18 @@ from conformance_checks import expected_failures, run_check
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from graphssl.estimators import BoltzmannMRFClassifier
+from graphssl.inference.boltzmann.selection import GridSettings
+
+# The coupling search at the checks' size: two grid points, one length scale, two folds
+# (the search itself is tested in tests/test_boltzmann_selection.py).
+TINY_GRID = GridSettings(alpha0=(0.0, 1.0), log_scale_offsets=(0.0,), n_folds=2, burn_in=2,
+                         n_samples=4)
 
 
 @parametrize_with_checks([BoltzmannMRFClassifier(model="basic", pairs="knn", n_restarts=1,
                                                  max_iter=2, n_chains=2, n_samples=10,
-                                                 burn_in=2, method="gibbs")],
+                                                 burn_in=2, method="gibbs",
+                                                 grid=TINY_GRID)],
                          expected_failed_checks=expected_failures)
 def test_sklearn_compatible_estimator(estimator, check):
     run_check(estimator, check)

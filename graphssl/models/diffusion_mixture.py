@@ -272,8 +272,12 @@ def log_joint_terms(model, y, beta, stats: MixtureStats | None = None) -> Mixtur
     )
 
 
+@jax.jit
 def log_joint(model, y, beta, stats: MixtureStats | None = None) -> jax.Array:
-    """Unnormalised log joint of Sec. 3.5 (the ``-m log G(a/m)`` constants are dropped)."""
+    """Unnormalised log joint of Sec. 3.5 (the ``-m log G(a/m)`` constants are dropped).
+
+    Jitted: called eagerly (a MAP's energy) it is one compiled program per shape instead of
+    some thirty per-operation ones (0.3 s of a new shape's compilation on a CPU)."""
     return sum(jnp.sum(t) for t in log_joint_terms(model, y, beta, stats))
 
 
@@ -398,6 +402,7 @@ def held_out_class_log_probs(model, y, beta, nodes, stats: MixtureStats | None =
     return jax.vmap(one)(jnp.asarray(nodes, jnp.int32))
 
 
+@jax.jit
 def parzen_scores(model: DirichletDiffusionMixture) -> jax.Array:
     """Graph Parzen window with the model's own ``D_tau`` (Walder Sec. 5 baseline), float[m, C]:
 

@@ -16,6 +16,7 @@ call with ``batched_model``). It returns the driver's
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -59,6 +60,7 @@ def _per_chain(model, n_chains: int):
     return jax.tree.map(lambda x: jnp.repeat(x, n_chains, axis=0), model)
 
 
+@functools.partial(jax.jit, static_argnames=("init_noise", "n_chains"))
 def _start_labels(model, key, init_labels, init_noise: float, n_chains: int):
     """Per-chain starting labels int32[S * chains, m] (or None): ``init_labels`` with a
     fraction ``init_noise`` of them redrawn from eta, independently per chain."""
