@@ -19,9 +19,15 @@ from graphssl.estimators import (
     PottsClassifier,
 )
 from graphssl.graph import knn_graph
+from graphssl.inference.boltzmann.selection import GridSettings
 
 # tiny settings for the sampled and learned models; the same settings (so the same compiled
 # functions) serve every test of this module
+# The sampled estimators at their smallest settings (the diffusion mixtures' re-sampling
+# move alone, the Boltzmann MRF's coupling search on two grid points): these tests are about
+# input handling, each fit compiles its sampler for the data's shape.
+TINY_GRID = GridSettings(alpha0=(0.0, 1.0), log_scale_offsets=(0.0,), n_folds=2, burn_in=2,
+                         n_samples=4)
 FACTORIES = {
     "harmonic": lambda **kw: HarmonicFunctionClassifier(),
     "lgc": lambda **kw: LGCClassifier(),
@@ -33,11 +39,14 @@ FACTORIES = {
                                              n_samples=20, burn_in=5, **kw),
     "boltzmann": lambda **kw: BoltzmannMRFClassifier(model="basic", pairs="knn", n_restarts=1,
                                                      max_iter=2, n_chains=2, n_samples=10,
-                                                     burn_in=2, method="gibbs", **kw),
+                                                     burn_in=2, method="gibbs",
+                                                     grid=TINY_GRID, **kw),
     "diffusion_mixture": lambda **kw: DiffusionMixtureClassifier(n_chains=1, n_iterations=6,
-                                                                 burn_in=2, thin=1, **kw),
+                                                                 burn_in=2, thin=1,
+                                                                 moves=(1, 0, 0), **kw),
     "diffusion_grid": lambda **kw: DiffusionMixtureGridClassifier(
-        k_grid=(10,), tau_grid=(5.0,), n_checkpoints=1, every=2, burn_in=2, **kw),
+        k_grid=(10,), tau_grid=(5.0,), n_checkpoints=1, every=2, burn_in=2, moves=(1, 0, 0),
+        **kw),
     "harmonic_mixture": lambda **kw: HarmonicMixtureClassifier(n_components=3, max_iter=10,
                                                                **kw),
 }
