@@ -30,3 +30,14 @@ def to_device(values, dtype=None) -> jax.Array:
     host = np.asarray(values)
     dtype = jax.dtypes.canonicalize_dtype(host.dtype if dtype is None else dtype)
     return jax.device_put(host.astype(dtype, copy=False))
+
+
+def host_array(values, dtype=None) -> np.ndarray:
+    """``values`` as a read-only NumPy array in the dtype :func:`to_device` would give it
+    (JAX's canonical dtypes), without starting JAX's back end: what a host-side consumer
+    (scipy solvers) reads, and what any JAX program taking it converts on its call."""
+    host = np.asarray(values)
+    dtype = jax.dtypes.canonicalize_dtype(host.dtype if dtype is None else dtype)
+    host = host.astype(dtype, copy=True)
+    host.flags.writeable = False
+    return host

@@ -335,3 +335,51 @@ def test_local_sigma_weighs_each_edge_by_its_end_points_own_widths():
     duplicated = np.concatenate([np.zeros((5, 2)), rng.normal(size=(20, 2))])
     W = G.knn_graph(duplicated, 4, sigma="local").to_scipy()
     assert np.all(np.isfinite(W.data)) and np.all(W.data > 0)
+
+
+def test_host_graph_holds_numpy_arrays_that_every_consumer_takes():
+    """``on_host=True``: read-only NumPy fields of the device graph's dtypes and values;
+    JAX functions and jitted programs take it and give the device graph's results."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    device = G.knn_graph(X, 5)
+    host = G.knn_graph(X, 5, on_host=True)
+    assert host.on_host and not device.on_host
+    for name in ("senders", "receivers", "weights"):
+        h, d = getattr(host, name), getattr(device, name)
+        assert isinstance(h, np.ndarray) and not h.flags.writeable
+        assert h.dtype == d.dtype
+        np.testing.assert_array_equal(h, np.asarray(d))
+    np.testing.assert_allclose(np.asarray(host.degrees()), np.asarray(device.degrees()))
+    total = jax.jit(lambda g: jnp.sum(g.degrees()))
+    assert float(total(host)) == float(total(device))
+    moved = host.on_device()
+    assert not moved.on_host and isinstance(moved.weights, jax.Array)
+    assert device.on_device() is device
+    assert (host.to_scipy() != device.to_scipy()).nnz == 0
+
+
+def test_host_solvers_never_start_the_jax_back_end():
+    """A fresh process that fits HarmonicFunctionClassifier and LGCClassifier (scipy solves on
+    a host graph) and predicts new points starts no JAX back end."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np\n"
+        "from graphssl.estimators import HarmonicFunctionClassifier, LGCClassifier\n"
+        "import jax._src.xla_bridge as xb\n"
+        "rng = np.random.default_rng(0)\n"
+        "X = np.vstack([rng.normal(0, 0.3, (30, 4)), rng.normal(3, 0.3, (30, 4))])\n"
+        "y = -np.ones(60, int); y[[0, 1, 30, 31]] = [0, 0, 1, 1]\n"
+        "for M in (HarmonicFunctionClassifier, LGCClassifier):\n"
+        "    clf = M().fit(X, y)\n"
+        "    assert (clf.transduction_ == np.repeat([0, 1], 30)).all()\n"
+        "    assert clf.graph_.on_host\n"
+        "    assert (clf.predict(X[:5] + 0.01) == 0).all()\n"
+        "print('backends', len(xb._backends))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "backends 0" in out.stdout

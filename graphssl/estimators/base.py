@@ -206,10 +206,15 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self._induction_scale = None
         return self._fit_on_graph(graph, encoded)
 
+    # True where the model's solver runs on the host (scipy): ``fit`` then builds a host
+    # graph (graphssl.graph.Graph), and a process that fits only such models never starts
+    # JAX's back end
+    _host_graph = False
+
     def _graph_from_features(self, X, labels):
         """The graph of ``fit``: the kNN graph of the graph options."""
         return knn_graph(X, self.k_, symmetrize=self.symmetrize, weight=self.weight,
-                         sigma=self.sigma)
+                         sigma=self.sigma, on_host=self._host_graph)
 
     def fit_graph(self, graph, y, X=None, *, weight="weight", symmetrize="max"):
         """Fit on a given graph, with optional node features.

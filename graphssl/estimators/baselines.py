@@ -56,6 +56,8 @@ class HarmonicFunctionClassifier(FeaturePriorMixin, GraphSSLClassifier):
     >>> clf.transduction_                                       # doctest: +SKIP
     """
 
+    _host_graph = True  # scipy solve (graphssl.estimators.base)
+
     def __init__(
         self,
         k=10,
@@ -135,6 +137,8 @@ class LGCClassifier(FeaturePriorMixin, GraphSSLClassifier):
     ``prior_weight_scores_``). ``features=None``: the graph-only model. ``random_state``:
     seed of the feature model's cross-validation folds (None, an int or a Generator).
     """
+
+    _host_graph = True  # scipy solve (graphssl.estimators.base)
 
     def __init__(
         self,

@@ -49,6 +49,7 @@ def knn_graph(
     on_duplicates: str = "ignore",
     seed: int = 0,
     neighbors=None,
+    on_host: bool = False,
 ) -> Graph:
     """k-nearest-neighbour graph.
 
@@ -67,6 +68,7 @@ def knn_graph(
       neighbors: ``(indices, distances)`` of ``knn_search(X, k, ...)`` already computed (then
         ``method`` and ``seed`` are unused): two graphs of the same points, such as the
         mutual and the union kNN graph, need one search.
+      on_host: return a host graph (NumPy fields, :class:`Graph`): for host-side solvers.
     """
     if neighbors is None:
         indices, distances = knn_search(X, k, method=method, seed=seed)
@@ -90,7 +92,7 @@ def knn_graph(
          np.arange(0, n * indices.shape[1] + 1, indices.shape[1])),
         shape=(n, n),
     )
-    return Graph.from_scipy(_symmetrized_matrix(directed, symmetrize))
+    return Graph.from_scipy(_symmetrized_matrix(directed, symmetrize), on_host=on_host)
 
 
 def epsilon_graph(X, eps: float, *, weight: str = "gaussian", sigma=1.0, t: float = 1.0) -> Graph:
