@@ -221,6 +221,8 @@ class KNNGraphClassifier(GraphSSLClassifier):
     """Vote of the ``n_neighbors`` labelled nodes nearest along the graph (shortest paths);
     see :func:`graphssl.inference.optimize.baselines.knn_graph_classifier`."""
 
+    _host_graph = True  # shortest paths in scipy (graphssl.estimators.base)
+
     def __init__(
         self,
         k=10,

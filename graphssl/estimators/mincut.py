@@ -71,6 +71,8 @@ class MincutClassifier(GraphSSLClassifier):
     >>> clf = MincutClassifier(scheme="mincut3").fit(X, y)   # doctest: +SKIP
     """
 
+    _host_graph = True  # max-flow in PyMaxflow on the host (graphssl.estimators.base)
+
     def __init__(
         self,
         k=10,
