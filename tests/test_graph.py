@@ -359,6 +359,22 @@ def test_host_graph_holds_numpy_arrays_that_every_consumer_takes():
     assert (host.to_scipy() != device.to_scipy()).nnz == 0
 
 
+def test_estimators_put_a_given_host_graph_where_their_programs_run():
+    """``fit_graph`` (any graph, here a host graph): a host solver keeps a host graph, a model
+    whose inference runs in JAX gets the graph on the device, once."""
+    from graphssl.estimators import HarmonicFunctionClassifier, PottsClassifier
+
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.normal(0, 0.3, (15, 2)), rng.normal(3, 0.3, (15, 2))])
+    y = -np.ones(30, int)
+    y[[0, 15]] = [0, 1]
+    host = G.knn_graph(X, 4, on_host=True)
+    assert HarmonicFunctionClassifier().fit_graph(host, y).graph_.on_host
+    potts = PottsClassifier().fit_graph(host, y)
+    assert not potts.graph_.on_host
+    np.testing.assert_array_equal(potts.transduction_, np.repeat([0, 1], 15))
+
+
 def test_host_solvers_never_start_the_jax_back_end():
     """A fresh process that fits the estimators whose solvers run on the host (harmonic
     function, LGC: scipy solves; kNN vote: shortest paths; mincut: max-flow) on a host graph,

@@ -233,7 +233,8 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             many edges were one-directional.
         """
         n = _n_labels(y)
-        graph = as_graph(graph, n, weight=weight, symmetrize=symmetrize)
+        graph = as_graph(graph, n, weight=weight, symmetrize=symmetrize,
+                         on_host=self._host_graph)
         self.classes_, encoded = encode_labels(y, graph.n_nodes, name="y")
         if X is not None:
             X = check_features(X, name="X", accept_sparse=True)

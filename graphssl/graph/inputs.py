@@ -23,7 +23,7 @@ _SYMMETRIZE_MODES = ("max", "mean", "min", None)
 
 
 def as_graph(obj, n_nodes: int | None = None, *, weight: str = "weight",
-             symmetrize: str | None = "max", nodelist=None) -> Graph:
+             symmetrize: str | None = "max", nodelist=None, on_host: bool = False) -> Graph:
     """A :class:`Graph` from a graph in any of the usual forms (estimators' ``fit_graph``).
 
     Args:
@@ -42,6 +42,8 @@ def as_graph(obj, n_nodes: int | None = None, *, weight: str = "weight",
         ``None`` (keep it directed). A symmetrised input gives a
         :class:`DirectedGraphWarning` naming how many edges were one-directional.
       nodelist: node order of a networkx graph.
+      on_host: return a host graph (NumPy fields; :class:`Graph`), as the estimators whose
+        solvers run on the host do.
     """
     if symmetrize not in _SYMMETRIZE_MODES:
         raise ValueError(
@@ -50,7 +52,7 @@ def as_graph(obj, n_nodes: int | None = None, *, weight: str = "weight",
     matrix = _affinity_matrix(obj, n_nodes, weight, nodelist)
     if symmetrize is not None:
         matrix = _report_and_symmetrize(matrix, symmetrize)
-    graph = Graph.from_scipy(matrix)
+    graph = Graph.from_scipy(matrix, on_host=on_host)
     if graph.n_nodes < 2 or graph.n_edges == 0:
         raise ValueError(
             f"graph: the graph has {graph.n_nodes} nodes and no edges; give at least one edge"
