@@ -28,6 +28,12 @@ from graphssl.estimators import (
     DiffusionMixtureClassifier,
     DiffusionMixtureGridClassifier,
 )
+from graphssl.inference.boltzmann.selection import GridSettings
+
+# The Boltzmann MRF's coupling search at the size of the input-handling tests: two grid
+# points, one length scale, two folds (the search itself: tests/test_boltzmann_selection.py).
+TINY_GRID = GridSettings(alpha0=(0.0, 1.0), log_scale_offsets=(0.0,), n_folds=2, burn_in=2,
+                         n_samples=4)
 
 SEMI_SUPERVISED = {
     "check_classifiers_classes": (

@@ -3,6 +3,7 @@ error, never a crash."""
 
 import numpy as np
 import pytest
+from conformance_checks import TINY_GRID
 from sklearn.datasets import load_iris
 from sklearn.exceptions import NotFittedError
 
@@ -19,15 +20,12 @@ from graphssl.estimators import (
     PottsClassifier,
 )
 from graphssl.graph import knn_graph
-from graphssl.inference.boltzmann.selection import GridSettings
 
 # tiny settings for the sampled and learned models; the same settings (so the same compiled
 # functions) serve every test of this module
 # The sampled estimators at their smallest settings (the diffusion mixtures' re-sampling
-# move alone, the Boltzmann MRF's coupling search on two grid points): these tests are about
-# input handling, each fit compiles its sampler for the data's shape.
-TINY_GRID = GridSettings(alpha0=(0.0, 1.0), log_scale_offsets=(0.0,), n_folds=2, burn_in=2,
-                         n_samples=4)
+# move alone, the Boltzmann MRF's coupling search on two grid points, TINY_GRID): these
+# tests are about input handling, each fit compiles its sampler for the data's shape.
 FACTORIES = {
     "harmonic": lambda **kw: HarmonicFunctionClassifier(),
     "lgc": lambda **kw: LGCClassifier(),

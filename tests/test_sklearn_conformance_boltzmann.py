@@ -1,16 +1,10 @@
 """scikit-learn's estimator checks on BoltzmannMRFClassifier (setup and skip rule:
 ``tests/conformance_checks.py``)."""
 
-from conformance_checks import expected_failures, run_check
+from conformance_checks import TINY_GRID, expected_failures, run_check
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from graphssl.estimators import BoltzmannMRFClassifier
-from graphssl.inference.boltzmann.selection import GridSettings
-
-# The coupling search at the checks' size: two grid points, one length scale, two folds
-# (the search itself is tested in tests/test_boltzmann_selection.py).
-TINY_GRID = GridSettings(alpha0=(0.0, 1.0), log_scale_offsets=(0.0,), n_folds=2, burn_in=2,
-                         n_samples=4)
 
 
 @parametrize_with_checks([BoltzmannMRFClassifier(model="basic", pairs="knn", n_restarts=1,
