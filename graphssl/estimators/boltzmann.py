@@ -222,12 +222,15 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         from sklearn.utils.validation import check_is_fitted
 
         from graphssl.diagnostics import to_arviz
+        from graphssl.inference.mcmc.chains import rao_blackwell_marginals
 
         check_is_fitted(self, "samples_")
         if self.samples_ is None:
             raise ValueError("to_arviz: this fit enumerated the posterior exactly (no chains);"
                              " fit with method='gibbs' or 'swendsen_wang' for MCMC draws")
         kwargs.setdefault("observed_labels", self._training_labels)
+        kwargs.setdefault("label_marginals",  # the Rao-Blackwellised marginals of the fit
+                          rao_blackwell_marginals(self._sampled_model, self.samples_))
         return to_arviz(self.samples_, model=self._sampled_model, **kwargs)
 
     # ------------------------------------------------------------------ the fit

@@ -326,7 +326,7 @@ class PottsClassifier(GraphSSLClassifier):
         return super()._unreached_mask(graph, labels)
 
     def _sample(self, model, labels, n_classes, init_labels):
-        from graphssl.inference.mcmc.chains import label_marginals, sample_chains
+        from graphssl.inference.mcmc.chains import rao_blackwell_marginals, sample_chains
         from graphssl.inference.mcmc.gibbs import chromatic_gibbs
         from graphssl.inference.mcmc.swendsen_wang import swendsen_wang
 
@@ -346,7 +346,10 @@ class PottsClassifier(GraphSSLClassifier):
         self.convergence_ = check_convergence(  # warns (ConvergenceWarning) when unconverged
             samples, model=model, observed_labels=labels, source=type(self).__name__,
             stacklevel=3)
-        marginals = np.asarray(label_marginals(samples, n_classes), dtype=np.float64)
+        # the mean of each draw's conditionals: same expectation as the label frequencies, less
+        # variance where the marginals are near flat (rao_blackwell_marginals)
+        marginals = np.asarray(rao_blackwell_marginals(model, samples, n_classes),
+                               dtype=np.float64)
         self._map_encoded = self._map_search(model, samples, marginals.argmax(1), labels)
         return marginals
 
@@ -369,12 +372,15 @@ class PottsClassifier(GraphSSLClassifier):
         """The MCMC draws as an ArviZ DataTree (:func:`graphssl.diagnostics.to_arviz`):
         energy, sorted class sizes and co-assignment of 10 node pairs in ``posterior`` (what
         ``az.summary`` / ``az.plot_trace`` show), per-node labels in ``posterior_labels``,
-        the training labels in ``observed_data``; ``kwargs`` go to the converter."""
+        the training labels in ``observed_data``, the Rao-Blackwellised marginals the fit
+        predicts with in ``constant_data``; ``kwargs`` go to the converter."""
         from graphssl.diagnostics import to_arviz
+        from graphssl.inference.mcmc.chains import rao_blackwell_marginals
 
         if not hasattr(self, "samples_"):
             raise ValueError("to_arviz: fit with inference='gibbs' or 'swendsen_wang' first")
         kwargs.setdefault("observed_labels", self._training_labels)
+        kwargs.setdefault("label_marginals", rao_blackwell_marginals(self.model_, self.samples_))
         if len(getattr(self, "classes_", ())) == int(self.samples_.n_classes):
             kwargs.setdefault("class_names", self.classes_)
         return to_arviz(self.samples_, model=self.model_, **kwargs)

@@ -9,7 +9,13 @@ from graphssl.inference.exact.enumeration import (
     exact_map,
     exact_marginals,
 )
-from graphssl.inference.mcmc.chains import Samples, label_marginals, sample_chains, storage_dtype
+from graphssl.inference.mcmc.chains import (
+    Samples,
+    label_marginals,
+    rao_blackwell_marginals,
+    sample_chains,
+    storage_dtype,
+)
 from graphssl.inference.mcmc.gibbs import chromatic_gibbs, greedy_coloring, sequential_gibbs
 from graphssl.inference.mcmc.kernels import (
     Kernel,
@@ -41,6 +47,7 @@ __all__ = [
     "greedy_coloring",
     "iterated_conditional_modes",
     "label_marginals",
+    "rao_blackwell_marginals",
     "metropolis_hastings",
     "permutation_move",
     "sample_categorical",

@@ -146,7 +146,12 @@ def posterior(
             raise ValueError(f"key: method={method!r} samples the posterior; pass a PRNG key "
                              "(key=jax.random.key(seed))")
         m, samples = chain_moments(clamped, key, method, chains)
-    marg = np.asarray(m.node_marginals)
+    if samples is None:
+        marg = np.asarray(m.node_marginals)
+    else:  # the mean of each draw's conditionals (less variance than the label frequencies)
+        from graphssl.inference.mcmc.chains import rao_blackwell_marginals
+
+        marg = np.asarray(rao_blackwell_marginals(clamped, samples))
     labels = np.asarray(problem.labels)
     obs = labels >= 0
     mean_labels = marg.argmax(1)

@@ -201,12 +201,13 @@ def sample_feature_potts(fit: FeaturePottsFit, *, kernel: str = "swendsen_wang",
                          n_chains: int = 4, n_samples: int = 200, burn_in: int = 50,
                          seed: int, icm: bool = True):
     """Posterior of the learned CRF by Swendsen-Wang (or ``kernel="gibbs"``: chromatic
-    Gibbs), started from the mean-field labels; MAP by ICM from the lowest-energy draw.
-    ``seed``: of the chains' PRNG key (required).
+    Gibbs), started from the mean-field labels; marginals Rao-Blackwellised
+    (:func:`~graphssl.inference.mcmc.chains.rao_blackwell_marginals`); MAP by ICM from the
+    lowest-energy draw. ``seed``: of the chains' PRNG key (required).
 
     Returns ``(marginals float64[n, C], map_labels int[n], samples)``.
     """
-    from graphssl.inference.mcmc.chains import label_marginals, sample_chains
+    from graphssl.inference.mcmc.chains import rao_blackwell_marginals, sample_chains
     from graphssl.inference.mcmc.gibbs import chromatic_gibbs
     from graphssl.inference.mcmc.swendsen_wang import swendsen_wang
     from graphssl.inference.optimize.icm import iterated_conditional_modes
@@ -219,7 +220,7 @@ def sample_feature_potts(fit: FeaturePottsFit, *, kernel: str = "swendsen_wang",
     samples = sample_chains(step, model, jax.random.PRNGKey(int(seed)), n_chains=int(n_chains),
                             n_samples=int(n_samples), burn_in=int(burn_in),
                             init_labels=np.tile(start, (int(n_chains), 1)))
-    marginals = np.asarray(label_marginals(samples, model.n_classes), dtype=np.float64)
+    marginals = np.asarray(rao_blackwell_marginals(model, samples), dtype=np.float64)
     map_labels = np.asarray(samples.map_labels)
     if icm:
         map_labels = np.asarray(iterated_conditional_modes(model, map_labels)[0])
