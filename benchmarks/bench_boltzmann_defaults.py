@@ -20,11 +20,18 @@ process that fits ``two_moons(2000)`` (10 labels per class) once: import and fit
 (issue 25 item 5: a default fit on up to 2000 points within 10 s on 2 cores).
 ``--citeseer`` adds ``fit_graph(citation_graph, y, X=features)`` on CiteSeer's Planetoid
 split (needs ``--data-dir``): accuracy on ``split_val`` and, read once, ``split_test``.
+``--window`` (a probe of the model, not of the default): for each set and split, after the
+default fit, the coupling ``alpha_0`` is forced along ``--window-grid`` at the chosen length
+scale and the posterior sampled from random starts (the estimator's chains, no annealing):
+posterior-mean and MAP accuracy at each ``alpha_0`` beside HF on the same graph, i.e. how
+wide the window of couplings is in which the discrete MRF carries the labels.
 
 Usage::
 
     python benchmarks/bench_boltzmann_defaults.py [--splits 5] [--sets two_moons wine ...]
         [--n2000] [--citeseer --data-dir ../shared/datasets] [--tag TAG]
+    python benchmarks/bench_boltzmann_defaults.py --window --sets breast_cancer --splits 2
+        --tag window
 
 Writes ``benchmarks/results/bench_boltzmann_defaults[_TAG].json`` and prints a table.
 """
@@ -128,6 +135,40 @@ def run_set(name, splits):
         print("RESULT " + json.dumps(record), flush=True)
 
 
+def run_window(name, splits, grid):
+    """Worker: the default fit, then the posterior at each forced ``alpha_0`` of ``grid``
+    (same length scale, random starts); one JSON line per (split, alpha_0)."""
+    import jax
+    import numpy as np
+
+    from graphssl.estimators import BoltzmannMRFClassifier
+    from graphssl.inference.boltzmann import learning as bl
+    from graphssl.inference.boltzmann import selection as bs
+
+    for seed in range(splits):
+        X, y, labels = load_set(name, seed)
+        free = labels < 0
+        clf = BoltzmannMRFClassifier().fit(X, labels)
+        hf_same = _accuracy(_hf_same_graph(clf, labels), y, free)
+        geometry = clf._geometry(None, "knn")
+        problem = bl.BoltzmannProblem(geometry, np.asarray(labels), int(max(y.max() + 1, 2)),
+                                      clf.model)
+        template, theta = problem.template(), clf.theta_
+        for a0 in grid:
+            forced = theta._replace(alpha0=np.asarray(a0, np.asarray(theta.alpha0).dtype))
+            model = bs.grid_model(template, geometry, forced, clf.model == "basic")
+            post = bs.grid_posterior(model, labels, jax.random.key(seed), method=clf.method_,
+                                     chains=clf._chains())
+            print("RESULT " + json.dumps(dict(
+                set=name, split=seed, window=True, alpha0=float(a0),
+                chosen_alpha0=float(clf.grid_.alpha0),
+                log_scale_offset=float(clf.grid_.log_scale_offset),
+                default_pm=_accuracy(clf.transduction_, y, free),
+                pm=_accuracy(post.posterior_mean_labels, y, free),
+                map=_accuracy(post.map_labels, y, free),
+                hf_same_graph=hf_same)), flush=True)
+
+
 def run_n2000():
     """Worker: one default fit on two_moons(2000), 10 labels per class, fresh process."""
     t_start = time.process_time()
@@ -192,6 +233,17 @@ def _mean(rows, key):
     return sum(vals) / len(vals) if vals else float("nan")
 
 
+def print_window(rows):
+    print("| set | split | alpha_0 | PM | MAP | default (chosen alpha_0) | HF same graph |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        if r.get("window"):
+            mark = " *" if abs(r["alpha0"] - r["chosen_alpha0"]) < 1e-9 else ""
+            print(f"| {r['set']} | {r['split']} | {r['alpha0']:+.1f}{mark} | {r['pm']:.3f} | "
+                  f"{r['map']:.3f} | {r['default_pm']:.3f} ({r['chosen_alpha0']:+.1f}) | "
+                  f"{r['hf_same_graph']:.3f} |")
+
+
 def print_table(rows):
     print("| set | n | splits | Boltzmann PM | Boltzmann MAP | HF same graph | HF default | "
           "first fit CPU s | warm fit CPU s |")
@@ -226,6 +278,9 @@ def main(argv=None):
     parser.add_argument("--data-dir", default=os.environ.get("GRAPHSSL_DATA"))
     parser.add_argument("--timeout", type=int, default=1800)
     parser.add_argument("--tag", default="")
+    parser.add_argument("--window", action="store_true")
+    parser.add_argument("--window-grid", nargs="+", type=float,
+                        default=[-2.5, -2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0])
     parser.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -234,9 +289,16 @@ def main(argv=None):
             return run_set(args.worker[1], int(args.worker[2]))
         if kind == "n2000":
             return run_n2000()
+        if kind == "window":
+            return run_window(args.worker[1], int(args.worker[2]),
+                              [float(a) for a in args.worker[3:]])
         return run_citeseer(args.worker[1])
     rows = []
     for name in args.sets:
+        if args.window:
+            rows += _worker(["--worker", "window", name, str(args.splits),
+                             *map(str, args.window_grid)], args.timeout)
+            continue
         rows += _worker(["--worker", "set", name, str(args.splits)], args.timeout)
         print(f"{name}: done", flush=True)
     if args.n2000:
@@ -245,7 +307,7 @@ def main(argv=None):
         if not args.data_dir:
             raise SystemExit("--citeseer needs --data-dir (or GRAPHSSL_DATA)")
         rows += _worker(["--worker", "citeseer", str(args.data_dir)], args.timeout)
-    print_table(rows)
+    print_window(rows) if args.window else print_table(rows)
     import jax
 
     payload = dict(rows=rows, splits=args.splits, machine=platform.machine(),

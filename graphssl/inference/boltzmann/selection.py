@@ -88,7 +88,10 @@ class GridSettings(NamedTuple):
     the smallest class count, at least 2); ``n_chains``, ``burn_in``, ``n_samples``:
     chains per fold and Swendsen-Wang (or Gibbs) sweeps per grid point; ``patience``: grid
     points without improvement before the path stops; ``tol``: improvement (nats per
-    labelled point) that counts.
+    labelled point) that counts; ``choice``: among the grid points the one-standard-error
+    rule keeps, ``"prior"`` takes the one of highest prior density, ``"weakest"`` the
+    weakest coupling (smallest mean weighted degree); ``"best"`` skips the rule and takes
+    the largest (CV).
     """
 
     alpha0: tuple = tuple(np.arange(-2.0, 4.01, 0.5).tolist())
@@ -101,6 +104,7 @@ class GridSettings(NamedTuple):
     n_samples: int = 20
     patience: int = 3
     tol: float = 1e-3
+    choice: str = "prior"
 
 
 class GridResult(NamedTuple):
@@ -355,7 +359,14 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
             f"grid point; start the grid at weaker couplings (settings.alpha0[0] = {grid[0]})")
     log_prior = -0.5 * ((np.asarray(offsets)[:, None] / settings.scale_prior_std) ** 2
                         + (grid[None, :] / settings.alpha0_prior_std) ** 2)
-    oi, gi = _one_standard_error_choice(terms, log_prior, strength, chance=-math.log(C))
+    if settings.choice not in ("prior", "weakest", "best"):
+        raise ValueError(f"settings.choice: use 'prior', 'weakest' or 'best', got "
+                         f"{settings.choice!r}")
+    if settings.choice == "best":
+        oi, gi = np.unravel_index(np.nanargmax(terms.mean(axis=-1)), strength.shape)
+    else:
+        rank = log_prior if settings.choice == "prior" else np.zeros_like(log_prior)
+        oi, gi = _one_standard_error_choice(terms, rank, strength, chance=-math.log(C))
     cv = terms.mean(axis=-1)  # NaN where the path stopped before
     start = starts[oi, gi]
     theta = ExtendedParams(
