@@ -237,3 +237,24 @@ def test_one_standard_error_rule_refuses_a_coupling_that_scores_as_chance():
     carried = -0.60 + rng.normal(0.0, 0.05, 10)
     terms = np.stack([carried, strong])[None]
     assert _one_standard_error_choice(terms, log_prior, strength, chance=chance) == (0, 0)
+
+
+def test_choose_grid_point_rules():
+    """Three points that the labelled points cannot tell apart (within one SE of the best),
+    all above chance: "prior" takes the prior's favourite, "weakest" the weakest coupling,
+    "best" the largest mean; a NaN point (a stopped path) is never chosen."""
+    from graphssl.inference.boltzmann.selection import choose_grid_point
+
+    rng = np.random.default_rng(1)
+    spread = rng.normal(0.0, 0.3, 10)
+    terms = np.stack([-0.30 + spread, -0.28 + spread, -0.29 + spread,
+                      np.full(10, np.nan)])[None]
+    jitter = rng.normal(0.0, 0.1, (3, 10))
+    terms[0, :3] += jitter - jitter.mean(axis=1, keepdims=True)  # means stay -0.30/-0.28/-0.29
+    log_prior = np.array([[-2.0, -1.0, 0.0, 1.0]])  # prefers the third (and the NaN one)
+    strength = np.array([[1.0, 2.0, 3.0, 4.0]])
+    assert choose_grid_point(terms, log_prior, strength, n_classes=2) == (0, 2)
+    assert choose_grid_point(terms, log_prior, strength, n_classes=2, choice="weakest") == (0, 0)
+    assert choose_grid_point(terms, log_prior, strength, n_classes=2, choice="best") == (0, 1)
+    with pytest.raises(ValueError, match="choice"):
+        choose_grid_point(terms, log_prior, strength, n_classes=2, choice="max")

@@ -72,6 +72,7 @@ __all__ = [
     "grid_model",
     "grid_posterior",
     "select_coupling",
+    "choose_grid_point",
 ]
 
 
@@ -359,14 +360,7 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
             f"grid point; start the grid at weaker couplings (settings.alpha0[0] = {grid[0]})")
     log_prior = -0.5 * ((np.asarray(offsets)[:, None] / settings.scale_prior_std) ** 2
                         + (grid[None, :] / settings.alpha0_prior_std) ** 2)
-    if settings.choice not in ("prior", "weakest", "best"):
-        raise ValueError(f"settings.choice: use 'prior', 'weakest' or 'best', got "
-                         f"{settings.choice!r}")
-    if settings.choice == "best":
-        oi, gi = np.unravel_index(np.nanargmax(terms.mean(axis=-1)), strength.shape)
-    else:
-        rank = log_prior if settings.choice == "prior" else np.zeros_like(log_prior)
-        oi, gi = _one_standard_error_choice(terms, rank, strength, chance=-math.log(C))
+    oi, gi = choose_grid_point(terms, log_prior, strength, n_classes=C, choice=settings.choice)
     cv = terms.mean(axis=-1)  # NaN where the path stopped before
     start = starts[oi, gi]
     theta = ExtendedParams(
@@ -378,6 +372,22 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
     )
     return GridResult(theta, float(grid[gi]), offsets[oi], cv, terms, merge_gain, strength,
                       folds, sigma0, sweeps, start)
+
+
+def choose_grid_point(terms: np.ndarray, log_prior: np.ndarray, strength: np.ndarray, *,
+                      n_classes: int, choice: str = "prior") -> tuple[int, int]:
+    """``(offset index, grid index)`` chosen from the per-point (CV) ``terms [offsets, grid,
+    l]`` (NaN where a path stopped) by ``choice`` (:class:`GridSettings`): ``"best"`` the
+    largest mean; ``"prior"`` / ``"weakest"`` the one-standard-error rule with the chance
+    floor ``log(1/C)`` (:func:`_one_standard_error_choice`), ranking the points it keeps by
+    ``log_prior`` or by coupling ``strength`` alone."""
+    if choice not in ("prior", "weakest", "best"):
+        raise ValueError(f"settings.choice: use 'prior', 'weakest' or 'best', got {choice!r}")
+    if choice == "best":
+        o, g = np.unravel_index(np.nanargmax(terms.mean(axis=-1)), strength.shape)
+        return int(o), int(g)
+    rank = log_prior if choice == "prior" else np.zeros_like(log_prior)
+    return _one_standard_error_choice(terms, rank, strength, chance=-math.log(n_classes))
 
 
 def _one_standard_error_choice(terms: np.ndarray, log_prior: np.ndarray,
