@@ -92,7 +92,12 @@ class GridSettings(NamedTuple):
     labelled point) that counts; ``choice``: among the grid points the one-standard-error
     rule keeps, ``"prior"`` takes the one of highest prior density, ``"weakest"`` the
     weakest coupling (smallest mean weighted degree); ``"best"`` skips the rule and takes
-    the largest (CV).
+    the largest (CV). Measured with the estimator's defaults (``bench_defaults.py``, paired
+    splits): ``"weakest"`` against ``"prior"`` on the 12 panel sets below 2000 points, 10
+    splits: panel mean 88.8 both (iris -0.7, breast_cancer +1.6 +- 1.9, the rest within
+    0.6); on splits 0-2 of all 16 it gains on Text-100 (+4.1) and usps_full (+8.7 +- 5.8)
+    and loses on CiteSeer (-1.7); ``"best"`` loses Digit1-10 (-11.8 +- 11.8, panel mean
+    83.2 -> 82.6). ``"prior"`` stays the default.
     """
 
     alpha0: tuple = tuple(np.arange(-2.0, 4.01, 0.5).tolist())
