@@ -429,7 +429,12 @@ def rao_blackwell_marginals(model, samples, n_classes: int | None = None) -> jax
 
     ``samples``: a :class:`Samples` or a label array ``[..., n]`` drawn from ``model``;
     ``n_classes`` (default: the model's ``q``) keeps the first classes. One ``lax.scan`` over
-    the draws: memory ``O(n q)`` whatever their number, cost one conditional sweep per draw.
+    the draws: memory ``O(n q)`` whatever their number, cost one conditional sweep per draw
+    (measured: usps_full, 9298 nodes, 10 classes, 2000 draws: 3.5 CPU s of a 13.4 s
+    ``PottsClassifier(inference="swendsen_wang")`` fit, 2-core CPU; batching draws with
+    ``vmap`` inside the scan was not faster). With Potts' default beta the marginals are
+    sharp and the two estimates agree within half a point (splits 0-2 of breast_cancer,
+    USPS-10, COIL2-10, Digit1-10: +0.2, -0.1, +0.4, +0.1).
     """
     labels = samples.labels if isinstance(samples, Samples) else jnp.asarray(samples)
     flat = labels.reshape(-1, labels.shape[-1]).astype(jnp.int32)
