@@ -405,12 +405,12 @@ def test_diffusion_mixture_reads_the_feature_prior(planted):
     # no features: the graph Parzen window's proportions ("auto"); None: uniform
     assert dm._eta(labels, 3, None) == "graph"
     assert DiffusionMixtureClassifier(class_prior=None)._eta(labels, 3, None) is None
-    from graphssl.estimators.diffusion_mixture import _with_graph_proportions
+    from graphssl.models.diffusion_mixture import with_graph_proportions
 
     model = DirichletDiffusionMixture.create(data.graph, labels, 3, tau=dm.tau)
     predicted = np.where(labels >= 0, labels, np.asarray(parzen_scores(model)).argmax(1))
     counts = np.bincount(predicted, minlength=3) + 1.0
-    np.testing.assert_allclose(np.exp(np.asarray(_with_graph_proportions(model, labels).log_eta)),
+    np.testing.assert_allclose(np.exp(np.asarray(with_graph_proportions(model, labels).log_eta)),
                                counts / counts.sum(), rtol=1e-6)
     start = dm._start(data.graph, labels, 3, prior)  # init="auto" with features
     f, _, _ = fit_harmonic_with_prior(data.graph, labels, prior, n_classes=3)

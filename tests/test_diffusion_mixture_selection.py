@@ -204,6 +204,32 @@ def test_select_k_tau_by_parzen_and_by_the_mixture(moons):
     assert np.mean(fit.average().argmax(1)[test] == data.y[test]) > 0.8
 
 
+def test_graph_class_prior_is_each_settings_own_parzen_proportions(moons):
+    """class_prior="graph" (the grid classifier's default): every (k, tau) gets eta = the
+    class proportions of its own graph Parzen window (labelled nodes at their labels,
+    add-one smoothed), in its model and in its Parzen leave-one-out score."""
+    data, labels = moons
+    taus = (1.0, 5.0)
+    scores, models, _ = sel._grid_models(data.X, labels, (5,), taus, "graph", 0.5, 0.8,
+                                         np.float64, build=True)
+    graph = knn_graph(data.X, 5, sigma="walder", on_duplicates="ignore")
+    for D, model, score in zip(dm.diffusion_pmfs_for_taus(graph, taus), models, scores,
+                               strict=True):
+        uniform = dm.DirichletDiffusionMixture.create(graph, labels, 2, diffusion=D,
+                                                      dtype=np.float64)
+        parzen = np.asarray(dm.parzen_scores(uniform)).argmax(1)
+        counts = np.bincount(np.where(labels >= 0, labels, parzen), minlength=2) + 1.0
+        eta = counts / counts.sum()
+        np.testing.assert_allclose(np.exp(np.asarray(model.log_eta)), eta, rtol=1e-10)
+        assert score.parzen_loo_error == pytest.approx(sel.parzen_loo_error(D, labels, eta))
+        assert abs(eta[0] - 0.5) > 0.01  # not the uniform eta that None would give
+    no_build, _, _ = sel._grid_models(data.X, labels, (5,), taus, "graph", 0.5, 0.8,
+                                      np.float64, build=False)
+    assert no_build == scores
+    with pytest.raises(ValueError, match="class_prior"):
+        sel._grid_models(data.X, labels, (5,), taus, "parzen", 0.5, 0.8, np.float64, False)
+
+
 def test_selection_bad_input_raises():
     data = two_moons(30, seed=0)
     labels = np.full(30, -1)
@@ -236,7 +262,7 @@ def test_grid_classifier_combines_the_grid_fit(moons):
     clf = DiffusionMixtureGridClassifier(k=6, **small).fit(data.X, y)
     np.testing.assert_array_equal(clf.classes_, [2, 7])
     fit = sel.fit_grid(data.X, labels, gamma=0.8, key=jax.random.PRNGKey(0),
-                       **{k: v for k, v in small.items()})
+                       class_prior="graph", **{k: v for k, v in small.items()})
     np.testing.assert_allclose(clf.label_distributions_, fit.average(), atol=1e-6)
     np.testing.assert_allclose(clf.weights_, 0.25)
     test = y < 0

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from graphssl._progress import check_progress
@@ -22,37 +19,32 @@ from graphssl.inference.diffusion_mixture.sampler import (
 )
 from graphssl.inference.diffusion_mixture.selection import mixture_leave_one_out
 from graphssl.inference.optimize.feature_prior import fit_harmonic_with_prior
-from graphssl.models.diffusion_mixture import DirichletDiffusionMixture, parzen_scores
+from graphssl.models.diffusion_mixture import (
+    DirichletDiffusionMixture,
+    parzen_scores,
+    with_graph_proportions,
+)
 
 __all__ = ["DiffusionMixtureClassifier", "DiffusionMixtureGridClassifier"]
 
 _COMBINE = ("average", "loo_average", "stacking", "parzen", "mixture", "psis_loo", "cpo")
 
 
-def _class_prior(class_prior, labels, n_classes):
+def _class_prior(class_prior, labels, n_classes, graph_ok: bool = False):
     """eta from the estimator option: None (uniform), "labelled" (smoothed labelled
-    frequencies) or C numbers."""
+    frequencies) or C numbers; with ``graph_ok`` also "auto" / "graph" (returned as "graph":
+    the graph Parzen window's proportions, read once the model exists)."""
     if class_prior is None:
         return None
     if isinstance(class_prior, str):
+        if graph_ok and class_prior in ("auto", "graph"):
+            return "graph"
         if class_prior != "labelled":
-            raise ValueError(f"class_prior: got {class_prior!r}; use None, 'labelled' or C "
-                             "proportions (DiffusionMixtureClassifier also takes 'auto' and "
-                             "'graph')")
+            raise ValueError(f"class_prior: got {class_prior!r}; use None, 'labelled', 'auto', "
+                             "'graph' or C proportions")
         counts = np.bincount(labels[labels >= 0], minlength=n_classes) + 1.0
         return counts / counts.sum()
     return class_prior
-
-
-def _with_graph_proportions(model, labels):
-    """``model`` with eta = the class proportions of its graph Parzen window
-    (:func:`~graphssl.models.diffusion_mixture.parzen_scores` argmax; labelled nodes at
-    their labels; add-one smoothed, so every class keeps a positive share)."""
-    predicted = np.asarray(parzen_scores(model)).argmax(axis=1)
-    predicted = np.where(labels >= 0, labels, predicted)
-    counts = np.bincount(predicted, minlength=model.n_classes) + 1.0
-    log_eta = np.log(counts / counts.sum())
-    return dataclasses.replace(model, log_eta=jnp.asarray(log_eta, model.log_eta.dtype))
 
 
 def _reads_psis(combine: str, default: str) -> bool:
@@ -190,7 +182,8 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
 
     def _eta(self, labels, n_classes, prior=None):
         """eta for ``create``: proportions, None (uniform) or ``"graph"`` (read from the
-        model's Parzen window once it exists, :func:`_with_graph_proportions`)."""
+        model's Parzen window once it exists,
+        :func:`~graphssl.models.diffusion_mixture.with_graph_proportions`)."""
         class_prior = self.class_prior
         if isinstance(class_prior, str) and class_prior == "auto":
             class_prior = None if prior is not None else "graph"
@@ -250,7 +243,7 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
             class_prior=None if from_graph else eta, balance=self.balance,
             laplacian_kind=self.laplacian_kind)
         if from_graph:
-            self.model_ = _with_graph_proportions(self.model_, labels)
+            self.model_ = with_graph_proportions(self.model_, labels)
         self.class_prior_ = np.exp(np.asarray(self.model_.log_eta, dtype=np.float64))
         thin = min(int(self.thin), n_iterations)
         start = self._start(graph, labels, n_classes, prior)
@@ -410,7 +403,11 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
     PSIS-LOO needs ``n_checkpoints x n_chains >= 25`` draws; a
     :class:`~graphssl.inference.loo.ParetoKWarning` names settings whose Pareto k is high.
 
-    Other parameters: alpha, gamma, class_prior as :class:`DiffusionMixtureClassifier`;
+    ``class_prior``: eta, ``"auto"`` (default; ``"graph"``: each setting's own graph Parzen
+    window's class proportions, as :class:`DiffusionMixtureClassifier`'s default), None
+    (uniform, Walder's eta for balanced sets), ``"labelled"`` or C proportions.
+
+    Other parameters: alpha, gamma as :class:`DiffusionMixtureClassifier`;
     n_chains, burn_in; n_checkpoints x every iterations after burn-in (the leave-one-out
     predictive is read at each checkpoint); moves; random_state; progress (``"auto"``,
     True or False, as :class:`DiffusionMixtureClassifier`'s). ``k`` is the graph of the
@@ -424,7 +421,7 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
     """
 
     def __init__(self, k=10, k_grid=(5, 10, 20), tau_grid=(1.0, 2.5, 5.0, 10.0, 20.0),
-                 combine="average", alpha=0.5, gamma=0.8, class_prior=None, n_chains=1,
+                 combine="average", alpha=0.5, gamma=0.8, class_prior="auto", n_chains=1,
                  n_checkpoints=40, every=5, burn_in=100, moves=(1, 1, 0), random_state=0,
                  standardize="auto", progress="auto"):
         super().__init__(k=k, symmetrize="max", weight="gaussian", sigma="walder",
@@ -458,7 +455,8 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
         check_progress(self.progress)
         self.grid_ = fit_grid(
             self.X_fit_, labels, k_grid=tuple(self.k_grid), tau_grid=tuple(self.tau_grid),
-            class_prior=_class_prior(self.class_prior, labels, n_classes), alpha=self.alpha,
+            class_prior=_class_prior(self.class_prior, labels, n_classes, graph_ok=True),
+            alpha=self.alpha,
             gamma=self.gamma, key=jax.random.PRNGKey(self._seed()),
             n_chains=int(self.n_chains), n_checkpoints=int(self.n_checkpoints),
             every=int(self.every), burn_in=int(self.burn_in), moves=tuple(self.moves),

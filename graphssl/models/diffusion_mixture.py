@@ -70,6 +70,7 @@ __all__ = [
     "add_site",
     "move_block",
     "parzen_scores",
+    "with_graph_proportions",
     "held_out_class_log_probs",
 ]
 
@@ -415,3 +416,16 @@ def parzen_scores(model: DirichletDiffusionMixture) -> jax.Array:
     counts = jnp.maximum(onehot.sum(axis=0), 1.0)
     scores = (D @ onehot) * jnp.exp(model.log_eta) / counts
     return scores / jnp.maximum(scores.sum(axis=1, keepdims=True), 1e-300)
+
+
+def with_graph_proportions(model: DirichletDiffusionMixture, labels) -> DirichletDiffusionMixture:
+    """``model`` with eta (Eq. 5's class proportions) = those of its graph Parzen window:
+    :func:`parzen_scores` argmax, the labelled nodes at their labels, add-one smoothed so that
+    every class keeps a positive share. An estimate of eta from all m nodes where Walder
+    takes it as known (Sec. 5); ``labels``: int[m], -1 where unlabelled."""
+    labels = np.asarray(labels)
+    predicted = np.asarray(parzen_scores(model)).argmax(axis=1)
+    predicted = np.where(labels >= 0, labels, predicted)
+    counts = np.bincount(predicted, minlength=model.n_classes) + 1.0
+    log_eta = np.log(counts / counts.sum())
+    return dataclasses.replace(model, log_eta=jnp.asarray(log_eta, model.log_eta.dtype))

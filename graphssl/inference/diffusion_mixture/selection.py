@@ -83,6 +83,7 @@ from graphssl.models.diffusion_mixture import (
     diffusion_pmfs_for_taus,
     held_out_class_log_probs,
     parzen_scores,
+    with_graph_proportions,
 )
 from graphssl.validation import check_features, check_k, check_labels
 
@@ -314,17 +315,25 @@ def _grid_models(X, labels, k_grid, tau_grid, class_prior, alpha, gamma, dtype, 
     if not k_grid or not tau_grid:
         raise ValueError("k_grid, tau_grid: give at least one value each")
     C = int(labels.max()) + 1
-    eta = None if class_prior is None else np.asarray(class_prior, np.float64)
+    from_graph = isinstance(class_prior, str)
+    if from_graph and class_prior != "graph":
+        raise ValueError(f"class_prior: use None, C proportions or 'graph', got {class_prior!r}")
+    eta = None if class_prior is None or from_graph else np.asarray(class_prior, np.float64)
     scores, models, starts = [], [], []
     for k in k_grid:
         graph = knn_graph(X, check_k(k, X.shape[0], name="k_grid"), sigma="walder",
                           on_duplicates="ignore")
         for tau, D in zip(tau_grid, diffusion_pmfs_for_taus(graph, tau_grid), strict=True):
-            scores.append(GridScore(int(k), float(tau), parzen_loo_error(D, labels, eta)))
-            if build:
+            model = None
+            if build or from_graph:
                 model = DirichletDiffusionMixture.create(
                     graph, labels, C, alpha=alpha, gamma=gamma, class_prior=eta, diffusion=D,
                     dtype=dtype)
+            if from_graph:  # this setting's own graph Parzen proportions
+                model = with_graph_proportions(model, labels)
+            setting_eta = np.exp(np.asarray(model.log_eta, np.float64)) if from_graph else eta
+            scores.append(GridScore(int(k), float(tau), parzen_loo_error(D, labels, setting_eta)))
+            if build:
                 models.append(model)
                 starts.append(np.asarray(parzen_scores(model)).argmax(axis=1))
     return scores, models, starts
@@ -363,7 +372,9 @@ def fit_grid(X, labels, *, k_grid=K_GRID, tau_grid=TAU_GRID, class_prior=None,
     """Run the mixture at every ``(k, tau)`` of the grid in one batched sampler call.
 
     Graphs as Walder's (kNN, ``w = exp(-omega d^2)``, omega = 1 / mean squared distance);
-    one model per setting with ``alpha``, ``gamma``, ``class_prior`` (eta); chains start from
+    one model per setting with ``alpha``, ``gamma``, ``class_prior`` (eta: None for uniform,
+    C proportions, or ``"graph"``: each setting's own graph Parzen window's proportions,
+    :func:`~graphssl.models.diffusion_mixture.with_graph_proportions`); chains start from
     the graph Parzen labels of their own D_tau (centres beta_i = i). Each setting gets its
     leave-one-out predictive (:func:`mixture_leave_one_out`: ``n_checkpoints`` x
     ``n_chains`` draws, ``every`` iterations apart), its CPO and PSIS-LOO scores and its
