@@ -405,7 +405,11 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
 
     ``class_prior``: eta, ``"auto"`` (default; ``"graph"``: each setting's own graph Parzen
     window's class proportions, as :class:`DiffusionMixtureClassifier`'s default), None
-    (uniform, Walder's eta for balanced sets), ``"labelled"`` or C proportions.
+    (uniform, Walder's eta for balanced sets), ``"labelled"`` or C proportions. Measured
+    against uniform eta (``benchmarks/bench_defaults.py``, splits 0-2, paired): USPS-10
+    70.6 -> 74.0, USPS-100 68.3 -> 83.5 (80 % of USPS is one class), COIL2-10 55.7 ->
+    59.1, breast_cancer 91.0 -> 93.1, wine 93.7 -> 93.9; iris 95.6 -> 93.9, Text-10 73.0
+    -> 72.4, Digit1-10 94.6 -> 94.3.
 
     Other parameters: alpha, gamma as :class:`DiffusionMixtureClassifier`;
     n_chains, burn_in; n_checkpoints x every iterations after burn-in (the leave-one-out
