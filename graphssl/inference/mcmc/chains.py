@@ -438,7 +438,7 @@ def rao_blackwell_marginals(model, samples, n_classes: int | None = None) -> jax
     USPS-10, COIL2-10, Digit1-10: +0.2, -0.1, +0.4, +0.1).
     """
     labels = samples.labels if isinstance(samples, Samples) else jnp.asarray(samples)
-    flat = labels.reshape(-1, labels.shape[-1]).astype(jnp.int32)
+    flat = labels.reshape(-1, labels.shape[-1])  # stored dtype (int8 for q <= 127)
     if flat.shape[0] == 0:
         raise ValueError("samples holds no draws; run with n_samples >= 1")
     tables = pairwise_tables(model)
@@ -461,7 +461,8 @@ def _conditional_mean(neighbor_index, coupling, unary, observed, clamp_labels, d
     dtype = jnp.result_type(coupling.dtype, unary.dtype)
 
     def add(total, draw):
-        logits = conditional_logits_from_tables(tables, draw, nodes)
+        # one draw at a time to int32: the stored draws are not copied at 4 bytes a label
+        logits = conditional_logits_from_tables(tables, draw.astype(jnp.int32), nodes)
         return total + jax.nn.softmax(logits.astype(dtype), axis=-1), None
 
     total, _ = jax.lax.scan(add, jnp.zeros(unary.shape, dtype), draws)
