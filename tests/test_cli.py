@@ -152,7 +152,25 @@ def test_run_own_graphml_with_label_attribute(tmp_path, capsys):
     assert "skipping boltzmann, harmonic_mixture" in capsys.readouterr().err
 
 
-def test_run_npz_path(tmp_path):
+def _small_budget_dm():
+    from graphssl.estimators.diffusion_mixture import DiffusionMixtureClassifier
+
+    return DiffusionMixtureClassifier(gamma=0.8, init="parzen", n_chains=2, n_iterations=40,
+                                      burn_in=10, moves=(1, 0, 0))
+
+
+def _small_budget_boltzmann():
+    from graphssl.estimators.boltzmann import BoltzmannMRFClassifier
+
+    return BoltzmannMRFClassifier(model="basic", n_restarts=1, max_iter=2)
+
+
+def test_run_npz_path(tmp_path, monkeypatch):
+    # every registered model through a user's .npz; the two slowest factories get small
+    # budgets (their full CLI settings compile for half a minute on 2 cores: the models
+    # themselves are checked in their own test files)
+    monkeypatch.setitem(MODELS, "dirichlet_mixture", (_small_budget_dm, "small budget"))
+    monkeypatch.setitem(MODELS, "boltzmann", (_small_budget_boltzmann, "small budget"))
     rng = np.random.default_rng(1)
     X = np.vstack([rng.normal(0, 0.3, (20, 3)), rng.normal(2, 0.3, (20, 3))]).astype(np.float32)
     np.savez(tmp_path / "mine.npz", X=X, y=np.repeat([0, 1], 20))
