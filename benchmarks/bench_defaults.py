@@ -60,6 +60,17 @@ STANDARDISE = ("wine", "breast_cancer")
 SSLBOOK_SETS = ("digit1", "usps", "text", "coil2")
 PANEL = (*SKLEARN_SETS, "two_moons", "three_clusters",
          *(f"{s}_{n}" for s in SSLBOOK_SETS for n in (10, 100)), "usps_full_2pct", "citeseer")
+# Held-out panel (``--sets heldout``): sets of ../shared that no default was chosen on, for
+# checking that the defaults carry over (never used to choose one). UCI sets: 10 labels a
+# class, random splits; SSL-book style sets: their shipped splits; the large KEEL / UCI sets:
+# 1 % labels a class. Features standardised where the column spreads differ by more than an
+# order of magnitude (graphssl.scaling's rule), for every method alike, as the panel does.
+HELDOUT_UCI = ("bupa", "house_votes_84", "ionosphere", "monks1", "monks2", "monks3", "musk1",
+               "pima", "tae", "newsgroups_pc_vs_mac_small")
+HELDOUT_SHIPPED = ("bci", "g241c", "g241n", "coil")
+HELDOUT_LARGE = ("ringnorm_keel", "twonorm_keel", "satimage_keel", "mushroom")
+HELDOUT = (*HELDOUT_UCI, *(f"{s}_10" for s in HELDOUT_SHIPPED),
+           *(f"{s}_1pct" for s in HELDOUT_LARGE))
 PEERS = ("sklearn_LabelSpreading", "sklearn_LabelPropagation", "gl_laplace", "gl_poisson")
 
 
@@ -108,7 +119,26 @@ def load_panel_set(name, data_dir, n_splits):
         return dict(X=data.features, y=np.asarray(data.y),
                     splits=[np.flatnonzero(data.train_mask)],
                     eval_mask=np.asarray(data.test_mask), graph=data.graph)
-    raise ValueError(f"unknown panel set {name!r}; choose from {PANEL}")
+    if name in HELDOUT:
+        return _load_heldout_set(name, data_dir, n_splits)
+    raise ValueError(f"unknown panel set {name!r}; choose from {PANEL} or {HELDOUT}")
+
+
+def _load_heldout_set(name, data_dir, n_splits):
+    from graphssl.data import fixed_splits, load_dataset, random_splits
+    from graphssl.scaling import fit_feature_scaling
+
+    base = name.rsplit("_", 1)[0] if name not in HELDOUT_UCI else name
+    data = load_dataset(base, data_dir)
+    X, y = np.asarray(data.X, float), np.asarray(data.y)
+    X = fit_feature_scaling(X, "auto").transform(X)
+    if name in HELDOUT_UCI:
+        splits = _per_class_splits(y, 10, n_splits)
+    elif name.endswith("_1pct"):
+        splits = list(random_splits(y, 0.01, n_splits=n_splits, seed=0))
+    else:
+        splits = list(fixed_splits(data, 10)[:n_splits])
+    return dict(X=X, y=y, splits=splits)
 
 
 # ------------------------------------------------------------------------- methods
@@ -407,7 +437,8 @@ def gaps_table(results, sets=PANEL, margin=0.01):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default=os.environ.get("GRAPHSSL_DATA"))
-    parser.add_argument("--sets", nargs="+", default=list(PANEL))
+    parser.add_argument("--sets", nargs="+", default=list(PANEL),
+                        help="set names, or 'panel' / 'heldout' for every set of either")
     parser.add_argument("--methods", nargs="+", default=None)
     parser.add_argument("--splits", type=int, default=10)
     parser.add_argument("--quick", action="store_true", help="3 splits, 120 s timeout")
@@ -426,6 +457,8 @@ def main(argv=None):
                         help="with --table: list the estimators more than a point under the "
                              "best peer, with the paired difference over splits")
     args = parser.parse_args(argv)
+    # "panel" and "heldout" name the two sets of sets
+    args.sets = [m for s in args.sets for m in {"panel": PANEL, "heldout": HELDOUT}.get(s, (s,))]
     if args.table is not None:
         results = _merged(args.table)
         if args.table_splits is not None:

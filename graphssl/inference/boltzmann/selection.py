@@ -54,6 +54,7 @@ import numpy as np
 
 from graphssl._progress import StepTimer
 from graphssl.inference.boltzmann.criteria import held_out_log_prob, merge_gain
+from graphssl.inference.mcmc.kernels import uniform_labels
 from graphssl.models.boltzmann import (
     BoltzmannMRF,
     ExtendedParams,
@@ -336,7 +337,7 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
     for oi in _offset_order(offsets):
         log_ls = jnp.asarray(base + offsets[oi])
         key, k0 = jax.random.split(key)
-        labels = jax.random.randint(k0, (n_models, int(settings.n_chains), n), 0, C, jnp.int32)
+        labels = uniform_labels(k0, (n_models, int(settings.n_chains), n), C)
         labels = jnp.where(fold_masks[:, None, :], labels_start, labels)  # clamps hold theirs
         stale, path_best = 0, -np.inf
         for gi, a0 in enumerate(grid):

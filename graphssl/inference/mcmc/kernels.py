@@ -129,6 +129,18 @@ def clamp(model, labels: jax.Array) -> jax.Array:
     return jnp.where(observed, jnp.asarray(model.labels, labels.dtype), labels)
 
 
+def uniform_labels(key: jax.Array, shape: tuple[int, ...], n_classes: int) -> jax.Array:
+    """``int32[shape]`` labels uniform over ``0..n_classes-1``, from one uniform draw each.
+
+    For draws made outside ``jit`` (starting states of a host loop): each new shape compiles
+    its own program, and ``jax.random.randint``'s (two bit draws and integer range
+    arithmetic) compiled in 1.1 s on a 2-core CPU against 0.16 s for ``uniform``
+    (shape (3, 4, 150), x64 on). ``floor(u C)`` with ``u`` in [0, 1) is uniform over the
+    classes up to float rounding (capped at ``C - 1``)."""
+    u = jax.random.uniform(key, shape, dtype=jnp.float32)
+    return jnp.minimum(jnp.floor(u * n_classes), n_classes - 1).astype(jnp.int32)
+
+
 def initial_labels(model, key: jax.Array, labels: jax.Array | None = None) -> jax.Array:
     """Starting labels: ``labels`` if given, else uniform over classes; clamped nodes fixed."""
     if labels is None:
