@@ -52,6 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from graphssl._device import to_device
 from graphssl._progress import StepTimer
 from graphssl.inference.boltzmann.criteria import held_out_log_prob, merge_gain
 from graphssl.inference.mcmc.kernels import uniform_labels
@@ -213,8 +214,10 @@ def _fold_templates(template: BoltzmannMRF, folds: np.ndarray, hard: bool) -> Bo
     models = []
     for mask in masks:
         field = "observed" if hard else "noisy_observed"
-        models.append(dataclasses.replace(template, **{field: jnp.asarray(mask)}))
-    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *models)
+        models.append(dataclasses.replace(template, **{field: mask}))
+    # stacked on the host and moved once (an eager jnp.stack compiles per leaf shape)
+    return jax.tree_util.tree_map(lambda *xs: to_device(np.stack([np.asarray(x) for x in xs])),
+                                  *models)
 
 
 @functools.lru_cache(maxsize=1)
