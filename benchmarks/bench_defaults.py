@@ -11,6 +11,8 @@ Panel (``--sets``; a set whose data is absent is skipped with the reason recorde
 * Bergamim & Breve's two moons and three clusters (``ssl_nmf_*``, their 2 % / 10 % splits).
 * SSL-book Digit1, USPS, Text, COIL2 with the shipped splits of 10 and of 100 labels.
 * usps_full with 2 % labels per class (``graphssl.data.random_splits``, seed 0).
+* ``--sets heldout``: the sets of ../shared that no default was chosen on (``HELDOUT``), for
+  reporting only.
 * CiteSeer (Planetoid split) through the graph + features route:
   ``Estimator().fit_graph(citation_graph, y, X=features)``; accuracy on ``split_test``.
 
@@ -125,6 +127,7 @@ def load_panel_set(name, data_dir, n_splits):
 
 
 def _load_heldout_set(name, data_dir, n_splits):
+    """A held-out set (``HELDOUT``), in the dict of :func:`load_panel_set`."""
     from graphssl.data import fixed_splits, load_dataset, random_splits
     from graphssl.scaling import fit_feature_scaling
 
