@@ -2,7 +2,13 @@
 (setup and the skip rule: ``tests/conformance_checks.py``; the sampled estimators have their own
 files)."""
 
-from conformance_checks import BASE_CLASS_CHECKS, check_name, expected_failures, run_check
+from conformance_checks import (
+    BASE_CLASS_CHECKS,
+    SUBSUMED_CHECKS,
+    check_name,
+    expected_failures,
+    run_check,
+)
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from graphssl.estimators import (
@@ -39,3 +45,4 @@ def test_base_class_checks_are_real_check_names():
     names = {check_name(check) for _, check in
              estimator_checks_generator(HarmonicFunctionClassifier(), mark="skip")}
     assert BASE_CLASS_CHECKS <= names, BASE_CLASS_CHECKS - names
+    assert set(SUBSUMED_CHECKS) <= names, set(SUBSUMED_CHECKS) - names
