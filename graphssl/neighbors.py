@@ -36,6 +36,8 @@ _BRUTE_MAX_N = 3_000  # "brute" (scikit-learn's arg-k-min) up to it: measured, s
 _GEMM_MIN_N = 5_000  # accelerators: below it the compiled search's fixed costs dominate
 _BLOCKED_MAX_N = 30_000  # CPU: "blocked" up to it, "gemm" above (measured, see auto_method)
 _KDTREE_MAX_DIM = 8
+# small problems: the KD-tree, which nothing in it scans or compiles (see auto_method)
+_SMALL_KDTREE_MAX_N, _SMALL_KDTREE_MAX_DIM = 1_500, 32
 _APPROXIMATE_MIN_N = 200_000  # "auto" leaves exact search above it (see auto_method)
 
 
@@ -178,14 +180,18 @@ def _gemm_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 def _kdtree_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     from scipy.spatial import cKDTree
 
-    distances, indices = cKDTree(X).query(X, k=k + 1, workers=-1)
+    # one thread for small problems: starting the others costs more than they save
+    # (n = 1000, d = 16: 6.1 ms against 9.1 ms)
+    workers = 1 if X.shape[0] <= _SMALL_KDTREE_MAX_N else -1
+    distances, indices = cKDTree(X).query(X, k=k + 1, workers=workers)
     return _drop_self(indices, distances, k)
 
 
 def auto_method(n: int, d: int) -> str:
     """The search ``knn_search(method="auto")`` runs for ``n`` points in ``d`` dimensions.
 
-    ``"kdtree"`` for d <= 8; exact search up to n = 200,000: ``"brute"`` up to n = 3000,
+    ``"kdtree"`` for d <= 8, and for n <= 1500 points in d <= 32; exact search up to
+    n = 200,000: ``"brute"`` up to n = 3000,
     ``"blocked"`` below n = 5000, and on a CPU up to n = 30,000, else ``"gemm"``; above 200,000,
     ``"faiss"`` (HNSW, exact re-rank) when faiss is installed (``"faiss_ivf"`` on the GPU when faiss
     is a GPU build that sees one), else ``"nndescent"`` when pynndescent is, else the exact search
@@ -206,8 +212,17 @@ def auto_method(n: int, d: int) -> str:
     Gaussian clusters: 12.0 s against 23.8 s, recall 0.965; SecStr, n = 83,679: 7.1 s
     against 14.6 s, recall 0.9999, benchmarks/bench_knn_scale.py), at
     n = 10^6 the exact search costs 1279 s (extrapolated from 10^4 queries).
+
+    Small problems: the first search of a process through scikit-learn builds its
+    threadpoolctl controller, which walks every shared library the process has loaded (259
+    once JAX is imported: ~30-45 ms CPU, more than the search itself at n = 1000), where
+    scipy's KD-tree scans nothing. Past the first call the two cost about the same up to
+    n = 1500 in d <= 32 (10 Gaussian clusters, CPU ms, best of 3, one tree thread: n = 1000,
+    d = 16 / 32: 6.1 / 13.0 against 8.7 / 12.4; n = 500, d = 32: 4.2 against 3.1), and the
+    tree falls behind above (n = 1000, d = 64: 26 against 14; n = 2000, d = 32: 34 against
+    34, d = 64: 110 against 52).
     """
-    if d <= _KDTREE_MAX_DIM:
+    if d <= _KDTREE_MAX_DIM or (n <= _SMALL_KDTREE_MAX_N and d <= _SMALL_KDTREE_MAX_DIM):
         return "kdtree"
     if n <= _BRUTE_MAX_N:
         return "brute"

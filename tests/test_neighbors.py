@@ -106,6 +106,10 @@ def test_leaf_order_is_a_partition_into_small_leaves(points):
 
 def test_auto_method_thresholds(monkeypatch):
     assert auto_method(10**6, 3) == "kdtree"
+    small, small_d = neighbors._SMALL_KDTREE_MAX_N, neighbors._SMALL_KDTREE_MAX_DIM
+    assert auto_method(small, small_d) == "kdtree"  # nothing scanned, nothing compiled
+    assert auto_method(small + 1, small_d) == "brute"
+    assert auto_method(small, small_d + 1) == "brute"
     assert auto_method(1000, 64) == "brute"
     assert auto_method(neighbors._BRUTE_MAX_N, 64) == "brute"
     assert auto_method(neighbors._BRUTE_MAX_N + 1, 64) == "blocked"

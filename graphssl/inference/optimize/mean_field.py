@@ -202,18 +202,33 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
 
 
 TABLE_BUCKET = 8
+# up to this many nodes a table's width rounds up to a power of two (see _bucket_width)
+POWER_OF_TWO_MAX_NODES = 16_384
+
+
+def _bucket_width(n: int, width: int) -> int:
+    """The compiled width of an ``n``-row neighbour table of ``width`` columns.
+
+    Up to ``POWER_OF_TWO_MAX_NODES`` rows: the next power of two (at least
+    ``TABLE_BUCKET``). The largest degree of a symmetrised kNN graph varies from data set to
+    data set of one size (10 Gaussian clusters, n = 10^3, k = 10: 40 and 56 for two draws),
+    and every new width compiles the sweep anew (0.25-0.4 CPU s at n = 10^3) against ~5 ms of
+    sweeps, so a second data set of that size reuses the program and pays at most twice the
+    gathers. Above: a multiple of ``TABLE_BUCKET`` (at most 7 extra columns), where the
+    sweeps cost more than a compilation."""
+    width = max(int(width), 1)
+    if n <= POWER_OF_TWO_MAX_NODES:
+        return max(TABLE_BUCKET, 1 << (width - 1).bit_length())
+    return -(-width // TABLE_BUCKET) * TABLE_BUCKET
 
 
 def _padded_to_bucket(neighbor_index, neighbor_weight):
-    """The neighbour table widened to a multiple of ``TABLE_BUCKET`` columns (padding: the
-    node's own index at weight 0, as in ``Graph.padded_neighbors``; no field changes), so
-    graphs of one size whose largest degree differs a little share one compiled sweep
-    (a new width compiles anew: 0.25-0.4 CPU s at n = 10^3 against 0.005 s of sweeps). At
-    most 7 extra columns: on kNN graphs (k = 10, widths 20-40) 0-35 % more gather work,
-    paid only where a table's width is not already a multiple of 8."""
+    """The neighbour table widened to :func:`_bucket_width` columns (padding: the node's own
+    index at weight 0, as in ``Graph.padded_neighbors``; no field changes), so graphs of one
+    size whose largest degree differs share one compiled sweep."""
     index = np.asarray(neighbor_index)
     n, d = index.shape
-    width = -(-max(d, 1) // TABLE_BUCKET) * TABLE_BUCKET
+    width = _bucket_width(n, d)
     if width == d:
         return neighbor_index, neighbor_weight
     weight = np.asarray(neighbor_weight)
