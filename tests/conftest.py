@@ -19,7 +19,8 @@ if "GRAPHSSL_JAX_CACHE" not in os.environ:
 # The suite's problems are tiny: XLA's CPU back end compiles them without LLVM's expensive
 # optimisations (compilation is most of the suite's time; results stay float64-exact in
 # each test's own comparisons), and runs each operation on one thread (three test processes
-# share two cores: 4 % less wall time on 8 of the heaviest files, 249.9 s against 264.4 s).
+# share two cores: 4 % less wall time on 8 of the heaviest files, 249.9 s against 264.4 s; no
+# measurable change on the whole suite, which is CPU-bound).
 # A caller's XLA_FLAGS are kept.
 os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 "
                                    "--xla_llvm_disable_expensive_passes=true "
