@@ -42,6 +42,7 @@ __all__ = [
     "ChainSettings",
     "Moments",
     "chain_moments",
+    "chain_samples",
     "enumerate_moments",
     "exact_log_likelihood",
     "gradient",
@@ -305,12 +306,21 @@ class ChainSettings:
 
 def chain_moments(model: BoltzmannMRF, key, method: str, settings: ChainSettings, init_labels=None):
     """Moments of ``model`` from chains of ``method``; returns ``(Moments, Samples)``."""
+    samples = chain_samples(model, key, method, settings, init_labels)
+    return sampled_moments(model, samples.labels), samples
+
+
+def chain_samples(model: BoltzmannMRF, key, method: str, settings: ChainSettings,
+                  init_labels=None):
+    """Chains of ``method`` on ``model`` (``settings``; from ``init_labels`` when given, then
+    ``settings.persistent_burn_in`` sweeps are discarded): the draws only, where
+    :func:`chain_moments` also reduces them to moments."""
     from graphssl.inference.mcmc.chains import sample_chains
 
     if method not in METHODS[1:]:
         raise ValueError(f"method must be one of {METHODS[1:]} for chains, got {method!r}.")
     burn = settings.burn_in if init_labels is None else settings.persistent_burn_in
-    samples = sample_chains(
+    return sample_chains(
         _kernel(method, model),
         model,
         key,
@@ -320,4 +330,3 @@ def chain_moments(model: BoltzmannMRF, key, method: str, settings: ChainSettings
         thin=settings.thin,
         init_labels=init_labels,
     )
-    return sampled_moments(model, samples.labels), samples

@@ -45,6 +45,7 @@ from graphssl.inference.boltzmann.expectations import (
     Moments,
     _models_jit,
     chain_moments,
+    chain_samples,
     enumerate_moments,
     exact_log_likelihood,
     gradient,
@@ -145,7 +146,7 @@ def posterior(
         if key is None:
             raise ValueError(f"key: method={method!r} samples the posterior; pass a PRNG key "
                              "(key=jax.random.key(seed))")
-        m, samples = chain_moments(clamped, key, method, chains)
+        samples = chain_samples(clamped, key, method, chains)  # moments: not needed
     if samples is None:
         marg = np.asarray(m.node_marginals)
     else:  # the mean of each draw's conditionals (less variance than the label frequencies)
