@@ -35,6 +35,8 @@ def public_members(module) -> list[tuple[str, object]]:
     """(name, object) for the functions and classes a module defines itself."""
     members = []
     for name, obj in vars(module).items():
+        if callable(obj) and hasattr(obj, "__wrapped__"):  # a jitted function: the one inside
+            obj = inspect.unwrap(obj)
         if name.startswith("_") or not (inspect.isfunction(obj) or inspect.isclass(obj)):
             continue
         if getattr(obj, "__module__", None) == module.__name__:
