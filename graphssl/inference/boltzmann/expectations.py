@@ -182,13 +182,21 @@ def enumerate_moments(model: BoltzmannMRF, chunk: int = 2**13) -> Moments:
             f"(> 2^22); use method='swendsen_wang' or 'gibbs' for this problem."
         )
     chunk = int(min(chunk, 2 ** math.ceil(math.log2(max(n_configs, 2)))))
+    return _enumerate_model(model, jnp.asarray(free, jnp.int32), n_configs=n_configs,
+                            chunk=chunk)
+
+
+@partial(jax.jit, static_argnames=("n_configs", "chunk"))
+def _enumerate_model(model: BoltzmannMRF, free, *, n_configs: int, chunk: int) -> Moments:
+    """:func:`enumerate_moments` past its host-side checks, one compiled program: the
+    likelihood route calls it twice per iteration, and its operations dispatched one by one
+    cost ~9,000 dispatches per fit (1.3 s of a 7 s fit, 12 nodes, 2-core CPU)."""
     base = jnp.where(model.observed, model.labels, 0).astype(jnp.int32)
-    J = _dense_couplings(model)
     log_z, node, pair, best, best_lw = _enumerate(
-        J,
+        _dense_couplings(model),
         model.pairwise_tables().unary,
         base,
-        jnp.asarray(free, jnp.int32),
+        free,
         n_classes=model.n_classes,
         n_configs=n_configs,
         chunk=chunk,
