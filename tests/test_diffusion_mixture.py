@@ -342,16 +342,18 @@ def test_parzen_scores_match_the_library_baseline(setup):
     np.testing.assert_allclose(np.asarray(dm.parzen_scores(setup[0])), lib, atol=1e-10)
 
 
-def _split_merge_repeated(model, keys, states, move=split_merge.split_merge_move):
-    """``len(keys)`` successive attempts of a split-merge ``move`` on every state (a chain
-    per state)."""
+def _split_merge_repeated(model, first_keys, keys, states, move=split_merge.split_merge_move):
+    """One attempt of ``move`` on every state with ``first_keys[0]`` and, independently of
+    it, ``len(keys)`` successive attempts (a chain per state): ``((states, accepted),
+    (states, accepted per attempt))``. One program for both (compiled apart, they cost two
+    optimised compilations of the same move per test)."""
     one = jax.vmap(move, in_axes=(None, 0, 0))
 
     def body(st, key):
         new, acc = one(model, jax.random.split(key, st.y.shape[0]), st)
         return new, acc
 
-    return jax.lax.scan(body, states, keys)
+    return body(states, first_keys[0]), jax.lax.scan(body, states, keys)
 
 
 _SPLIT_MERGE = jax.jit(_split_merge_repeated, static_argnames="move", compiler_options=OPTIMISED)
@@ -368,15 +370,18 @@ def _exact_draws(setup, seed, **kw):
     return model, _states(model, ys[idx], bs[idx]), _tables(ys, bs, p)
 
 
-def _keeps_joint(model, states, exact, move, seed):
-    """30 successive attempts of ``move`` on each exact draw leave the tables within 5 s.e.
-    and the component counts equal to a recount. Returns the states and the recount."""
-    new, _ = _SPLIT_MERGE(model, _keys(seed, 30), states, move=move)
+def _keeps_joint(model, states, exact, move, first_seed, seed):
+    """One attempt of ``move`` on each exact draw (keys from ``first_seed``: returned for the
+    caller's acceptance checks), and 30 successive attempts (keys from ``seed``), which must
+    leave the tables within 5 s.e. and the component counts equal to a recount. Returns
+    ``(one attempt's states, its acceptances, the 30 attempts' states, the recount)``."""
+    (one, acc1), (new, _) = _SPLIT_MERGE(model, _keys(first_seed, 1), _keys(seed, 30),
+                                         states, move=move)
     _assert_tables_match(_tables(np.asarray(new.y), np.asarray(new.beta)), exact, N_EXACT)
     ref = _STATS(model, new.y, new.beta)
     np.testing.assert_array_equal(np.asarray(ref.component_counts),
                                   np.asarray(new.stats.component_counts))
-    return new, ref
+    return one, acc1, new, ref
 _MOVES = {"local": split_merge.split_merge_move,
           "centred": partial(split_merge.centred_split_merge_move, allocation="independent"),
           "sequential": split_merge.centred_split_merge_move,
@@ -396,12 +401,11 @@ def test_split_merge_move_leaves_joint_invariant(setup, gamma, kind):
     model, states, exact = _exact_draws(
         setup, 4, **({} if gamma == 0.8 else dict(gamma=gamma, alpha=2.0)))
     move = _MOVES[kind]
-    one, acc1 = _SPLIT_MERGE(model, _keys(20, 1), states, move=move)
+    one, acc1, new, _ = _keeps_joint(model, states, exact, move, 20, 21)
     before = np.asarray(states.stats.component_counts > 0).sum((1, 2))
     after = np.asarray(one.stats.component_counts > 0).sum((1, 2))
     assert np.mean(after > before) > 0.01 and np.mean(after < before) > 0.01
     assert 0.02 < float(np.mean(acc1)) < 0.9
-    new, _ = _keeps_joint(model, states, exact, move, 21)
     np.testing.assert_array_equal(np.asarray(new.y), np.asarray(states.y))
 
 
@@ -417,11 +421,10 @@ def test_cluster_flip_move_leaves_joint_invariant(setup, gamma, cap):
     clusters of two or three nodes are flipped (a wrong bond probability or a missing
     allocation term is then detected); ``cap = 2`` rejects the clusters of three."""
     model, states, exact = _exact_draws(setup, 5, **({} if gamma == 0.8 else dict(gamma=gamma)))
-    one, acc1 = _SPLIT_MERGE(model, _keys(22, 1), states, move=_FLIP[cap])
+    one, acc1, new, ref = _keeps_joint(model, states, exact, _FLIP[cap], 22, 23)
     assert 0.005 < float(np.mean(acc1)) < 0.9
     flipped = np.asarray(one.y != states.y).sum(1)
     assert np.mean(flipped >= 2) > 0.001 and np.all(flipped <= cap)
-    new, ref = _keeps_joint(model, states, exact, _FLIP[cap], 23)
     np.testing.assert_allclose(np.asarray(ref.laplacian_indicators),
                                np.asarray(new.stats.laplacian_indicators), atol=1e-5)
 
@@ -438,11 +441,10 @@ def test_neighbourhood_block_move_leaves_joint_invariant(setup, gamma, size):
     observed nodes' clamping, is then detected); ``size = 5`` re-draws the whole graph,
     ``size = 1`` is a single-site Metropolised Gibbs update."""
     model, states, exact = _exact_draws(setup, 6, **({} if gamma == 0.8 else dict(gamma=gamma)))
-    one, acc1 = _SPLIT_MERGE(model, _keys(24, 1), states, move=_BLOCK[size])
+    one, acc1, new, _ = _keeps_joint(model, states, exact, _BLOCK[size], 24, 25)
     assert 0.05 < float(np.mean(acc1)) < 0.95
     changed = np.asarray(one.y != states.y).sum(1)
     assert np.mean(changed >= min(size, 2)) > 0.003 and np.all(changed <= size)
-    new, _ = _keeps_joint(model, states, exact, _BLOCK[size], 25)
     assert np.all(np.asarray(new.y)[:, [0, 4]] == [0, 1])
 
 
@@ -459,11 +461,10 @@ def test_component_flip_move_leaves_joint_invariant(setup, gamma, cap):
     them."""
     model, states, exact = _exact_draws(setup, 7, **({} if gamma == 0.8 else dict(gamma=gamma)))
     move = _COMPONENT_FLIP[cap]
-    one, acc1 = _SPLIT_MERGE(model, _keys(26, 1), states, move=move)
+    one, acc1, new, ref = _keeps_joint(model, states, exact, move, 26, 27)
     assert 0.02 < float(np.mean(acc1)) < 0.95
     changed = np.asarray(one.y != states.y).sum(1)
     assert np.all(changed <= cap) and (cap == 1 or np.mean(changed >= 2) > 0.003)
-    new, ref = _keeps_joint(model, states, exact, move, 27)
     assert np.all(np.asarray(new.y)[:, [0, 4]] == [0, 1])
     np.testing.assert_array_equal(np.asarray(ref.class_counts),
                                   np.asarray(new.stats.class_counts))
