@@ -28,6 +28,7 @@ import numpy as np
 
 from graphssl.inference.mcmc import checkpoint as ckpt
 from graphssl.inference.mcmc.kernels import (
+    Kernel,
     check_model,
     info_dict,
     merge_kernel,
@@ -115,7 +116,14 @@ def _run_fn(kernel, n_draws: int, thin: int, dtype, method: str = "vectorized",
     """Jitted map over chains (``vmap``, or ``lax.map`` for ``method="sequential"``) of:
     ``n_burn`` (traced) burn-in steps, then ``n_draws`` draws ``thin`` steps apart. The
     kernel step is traced once (one ``while_loop`` body). The kernel's arrays are passed as
-    arguments (:func:`~graphssl.inference.mcmc.kernels.split_kernel`), never embedded."""
+    arguments (:func:`~graphssl.inference.mcmc.kernels.split_kernel`), never embedded.
+    The kernel's ``init`` is not part of the program (it runs before, in ``_initial_carry``)
+    and is dropped from the cache key: a run resumed with a kernel that differs only in its
+    start (the diffusion mixture's leave-one-out checkpoints: centres ``"self"`` for the
+    first chunk, ``"random"`` for the resumed ones) reuses the first chunk's program, where it
+    compiled the same program again (7-8 s at XLA level 0, 120 nodes)."""
+    if isinstance(kernel, Kernel):
+        kernel = kernel._replace(init=None)
     arrays, static = split_kernel(kernel)
     run = _run_fn_static(static, n_draws, thin, dtype, method, energy_fn, batched_model)
     return functools.partial(run, arrays)
