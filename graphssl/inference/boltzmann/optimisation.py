@@ -115,18 +115,6 @@ class ThetaPrior:
 
 @partial(jax.jit, static_argnums=0)
 def _prior_value_and_grad(prior, theta, geometry: PairGeometry):
-    """``(log p(Theta), its gradient)``: one compiled program per prior (a static argument)
-    where the prior is hashable, as the defaults are -- differentiated eagerly, it was traced
-    again at every iteration (~180 per fit); else eagerly."""
-    try:
-        hash(prior)
-    except TypeError:  # e.g. an array-valued field
-        return jax.value_and_grad(log_prior, argnums=1)(prior, theta, geometry)
-    return _prior_value_and_grad_program(prior, theta, geometry)
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _prior_value_and_grad_program(prior, theta, geometry: PairGeometry):
     return jax.value_and_grad(log_prior, argnums=1)(prior, theta, geometry)
 
 
