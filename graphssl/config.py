@@ -58,14 +58,15 @@ lowering or cache lookup (``bench_cost_exec.json``: 0.072 CPU s at 10^3 and 0.30
 where storing ``jax.export`` programs instead gave 0.11 / 0.35 and nothing stored 0.17 /
 0.50). The mean-field sweeps take their neighbour table padded to a bucket of widths (a
 power of two up to 16,384 nodes, a multiple of 8 above:
-:func:`graphssl.inference.optimize.mean_field._bucket_width`), so graphs of one size whose
-largest degree differs share one program: a second PottsClassifier fit on new data of the
-same size (n = 10^3) in the same process took 0.57 CPU s with multiples of 8 (widths 40 and
-56: a new compilation) and 0.05 s with powers of two. The estimators compile little else:
-HarmonicFunctionClassifier and LGCClassifier nothing below n = 30,000 on a CPU, where the
-kNN search runs on the host. Padding the number of nodes to buckets would only help a
-process that meets several sizes (without the cache a new process compiles anyway), so it
-is not done.
+:func:`graphssl.graph.core.bucket_width`; the diffusion mixture's Laplacian table too), so
+graphs of one size whose largest degree differs share one program: a second PottsClassifier
+fit on new data of the same size (n = 10^3) in the same process took 0.57 CPU s with
+multiples of 8 (widths 40 and 56: a new compilation) and 0.05 s with powers of two; a
+second DiffusionMixtureGridClassifier fit (n = 30, widths 11 and 9) 7.5 s and 0.03 s.
+The estimators compile little else: HarmonicFunctionClassifier and LGCClassifier nothing
+below n = 30,000 on a CPU, where the kNN search runs on the host. Padding the number of
+nodes to buckets would only help a process that meets several sizes (without the cache a
+new process compiles anyway), so it is not done.
 
 """
 

@@ -206,6 +206,39 @@ def test_relabel_move_without_balancing_potential():
                          _tables(ys, bs, p), N_EXACT)
 
 
+def test_bucketed_laplacian_table_changes_nothing():
+    """The model's Laplacian table is padded to a bucketed width (own index, entry 0;
+    :func:`graphssl.graph.core.bucket_width`), so graphs of one size share the compiled
+    samplers: the joint and the sufficient statistics equal those of the unpadded table,
+    and two graphs of 30 nodes with different largest degrees get one width."""
+    from graphssl.graph import knn_graph
+    from graphssl.models.graph_diffusion import normalized_laplacian_table
+
+    model = _model()
+    index, lap, _ = normalized_laplacian_table(_tiny_graph())
+    assert index.shape[1] == 3 and model.neighbor_index.shape[1] == 8
+    np.testing.assert_array_equal(np.asarray(model.neighbor_index)[:, :3], index)
+    assert np.all(np.asarray(model.neighbor_laplacian)[:, 3:] == 0)
+    bare = model.replace(neighbor_index=jnp.asarray(index), neighbor_laplacian=jnp.asarray(lap))
+    rng = np.random.default_rng(0)
+    ys = np.where(np.asarray(model.observed), np.asarray(model.labels), rng.integers(0, C, (8, M)))
+    bs = rng.integers(0, M, (8, M))
+    joint = jax.vmap(dm.log_joint, in_axes=(None, 0, 0))
+    np.testing.assert_allclose(joint(model, ys, bs), joint(bare, ys, bs), rtol=1e-12)
+    stats = jax.vmap(dm.sufficient_statistics, in_axes=(None, 0, 0))
+    for a, b in zip(jax.tree.leaves(stats(model, ys, bs)), jax.tree.leaves(stats(bare, ys, bs)),
+                    strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    widths = set()
+    for seed in range(4):
+        X = np.random.default_rng(seed).normal(size=(30, 3))
+        graph = knn_graph(X, 5)
+        widths.add((normalized_laplacian_table(graph)[0].shape[1],
+                    dm.DirichletDiffusionMixture.create(graph, np.r_[0, 1, [-1] * 28])
+                    .neighbor_index.shape[1]))
+    assert len({w for w, _ in widths}) > 1 and len({w for _, w in widths}) == 1
+
+
 def test_pair_conditional_is_eq7_of_the_joint(setup):
     """log p(y_i, beta_i | rest) from the O(mC) bookkeeping = differences of the full joint."""
     model = setup[0]

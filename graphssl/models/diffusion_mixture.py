@@ -47,6 +47,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from graphssl.graph import Graph
+from graphssl.graph.core import padded_to_bucket
 from graphssl.models.graph_diffusion import (
     _MIN_PMF,
     diffusion_pmfs,
@@ -84,11 +85,12 @@ class DirichletDiffusionMixture:
     Data fields: ``log_diffusion`` float[m, m] (log D_tau[i, l]); ``diffusion_scaled``
     float[m, m] (D_tau[i, l] / max_l D_tau[i, l], the per-row-scaled p.m.f. values the
     sampler multiplies with); ``neighbor_index`` int32[m, d], ``neighbor_laplacian`` float[m, d],
-    ``laplacian_diagonal`` float[m] (the sparse L); ``log_eta`` float[C]; scalars ``alpha``,
-    ``gamma``, ``balance`` (1 = Eq. 5, 0 = the ablation ``prod_i eta_{y_i}``); ``observed``
-    bool[m]; ``labels`` int32[m]; ``prepared``: tables an inference kernel derives once per
-    run from the fields above (its ``prepare``; e.g. the fused sweep's padded tables), None
-    otherwise. Static: ``n_classes``.
+    ``laplacian_diagonal`` float[m] (the sparse L; rows padded with the node's own index and
+    0 to the width :func:`graphssl.graph.core.bucket_width`); ``log_eta`` float[C]; scalars
+    ``alpha``, ``gamma``, ``balance`` (1 = Eq. 5, 0 = the ablation ``prod_i eta_{y_i}``);
+    ``observed`` bool[m]; ``labels`` int32[m]; ``prepared``: tables an inference kernel
+    derives once per run from the fields above (its ``prepare``; e.g. the fused sweep's
+    padded tables), None otherwise. Static: ``n_classes``.
     """
 
     log_diffusion: jax.Array
@@ -165,6 +167,9 @@ class DirichletDiffusionMixture:
             raise ValueError(f"diffusion: expected an ({m}, {m}) matrix, got {D.shape}")
         D = np.maximum(D, _MIN_PMF)
         index, lap, diag = normalized_laplacian_table(graph, laplacian_kind)
+        # a bucketed width: graphs of one size share the compiled samplers (padding changes
+        # nothing; see graphssl.graph.core.bucket_width)
+        index, lap = padded_to_bucket(index, lap)
         dtype = dtype or jnp.zeros(()).dtype
         arr = lambda x: jnp.asarray(x, dtype=dtype)  # noqa: E731
         return cls(

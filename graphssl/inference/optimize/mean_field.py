@@ -53,6 +53,7 @@ import numpy as np
 
 from graphssl._device import to_device
 from graphssl._exported import exported_call
+from graphssl.graph.core import padded_to_bucket
 from graphssl.inference.optimize.mean_field_sweeps import (
     _color_ranges,
     _log_softmax_clamped,
@@ -170,7 +171,7 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
     if fields0.shape != (n, q):
         raise ValueError(f"init: expected fields of shape ({n}, {q}), got {fields0.shape}")
     if options.order != "chromatic" and _concrete(neighbor_index, neighbor_weight):
-        neighbor_index, neighbor_weight = _padded_to_bucket(neighbor_index, neighbor_weight)
+        neighbor_index, neighbor_weight = padded_to_bucket(neighbor_index, neighbor_weight)
     neighbor_weight = to_device(neighbor_weight, dtype)
     arrays = (unary, neighbor_index, neighbor_weight, clamped, clamp_onehot, fields0)
     rank = None
@@ -199,44 +200,6 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
     solution = MeanFieldSolution(to_device(np.exp(log_phi)), to_device(log_phi), fields)
     converged = to_device(np.asarray(res) < np.asarray(tol))
     return solution, MeanFieldInfo(iterations=t, residual=res, converged=converged)
-
-
-TABLE_BUCKET = 8
-# up to this many nodes a table's width rounds up to a power of two (see _bucket_width)
-POWER_OF_TWO_MAX_NODES = 16_384
-
-
-def _bucket_width(n: int, width: int) -> int:
-    """The compiled width of an ``n``-row neighbour table of ``width`` columns.
-
-    Up to ``POWER_OF_TWO_MAX_NODES`` rows: the next power of two (at least
-    ``TABLE_BUCKET``). The largest degree of a symmetrised kNN graph varies from data set to
-    data set of one size (10 Gaussian clusters, n = 10^3, k = 10: 40 and 56 for two draws),
-    and every new width compiles the sweep anew (0.25-0.4 CPU s at n = 10^3) against ~5 ms of
-    sweeps, so a second data set of that size reuses the program and pays at most twice the
-    gathers. Above: a multiple of ``TABLE_BUCKET`` (at most 7 extra columns), where the
-    sweeps cost more than a compilation."""
-    width = max(int(width), 1)
-    if n <= POWER_OF_TWO_MAX_NODES:
-        return max(TABLE_BUCKET, 1 << (width - 1).bit_length())
-    return -(-width // TABLE_BUCKET) * TABLE_BUCKET
-
-
-def _padded_to_bucket(neighbor_index, neighbor_weight):
-    """The neighbour table widened to :func:`_bucket_width` columns (padding: the node's own
-    index at weight 0, as in ``Graph.padded_neighbors``; no field changes), so graphs of one
-    size whose largest degree differs share one compiled sweep."""
-    index = np.asarray(neighbor_index)
-    n, d = index.shape
-    width = _bucket_width(n, d)
-    if width == d:
-        return neighbor_index, neighbor_weight
-    weight = np.asarray(neighbor_weight)
-    padded_index = np.repeat(np.arange(n, dtype=index.dtype)[:, None], width, axis=1)
-    padded_index[:, :d] = index
-    padded_weight = np.zeros((n, width), dtype=weight.dtype)
-    padded_weight[:, :d] = weight
-    return padded_index, padded_weight
 
 
 def _concrete(*arrays) -> bool:
