@@ -108,6 +108,15 @@ def test_grid_record_is_consistent(moons, zero_noise_fit):
     assert np.all(np.diff(g.strength[o][np.isfinite(g.strength[o])]) > 0)
     folds = g.folds[labels >= 0]
     assert set(folds) == {0, 1, 2} and np.all(g.folds[labels < 0] == -1)
+    # the ordered-phase record: class shares of the unobserved nodes where evaluated, flagged
+    # where a share exceeds its plausible limit given the labelled counts (3 of each class)
+    from graphssl.inference.optimize.potts_beta import plausible_share_limits
+
+    np.testing.assert_allclose(g.class_shares[evaluated].sum(-1), 1.0, atol=1e-6)
+    assert np.all(np.isnan(g.class_shares[~evaluated]))
+    limits = plausible_share_limits(labels, 2)
+    np.testing.assert_array_equal(g.ordered, np.any(g.class_shares > limits, axis=-1))
+    assert not g.ordered[o, i]  # two balanced moons: the chosen point is not ordered
 
 
 @pytest.mark.parametrize("k", [5, None])  # kNN pairs; dense pairs (the 10 nearest count)
@@ -258,3 +267,28 @@ def test_choose_grid_point_rules():
     assert choose_grid_point(terms, log_prior, strength, n_classes=2, choice="best") == (0, 1)
     with pytest.raises(ValueError, match="choice"):
         choose_grid_point(terms, log_prior, strength, n_classes=2, choice="max")
+    # the ordered phase: among the points the rule keeps, unflagged ones come first (then the
+    # prior); a flagged point is still chosen when every point the rule keeps is flagged
+    flagged = np.array([[False, False, True, False]])
+    assert choose_grid_point(terms, log_prior, strength, n_classes=2, ordered=flagged) == (0, 1)
+    flagged = np.array([[True, True, True, False]])
+    assert choose_grid_point(terms, log_prior, strength, n_classes=2, ordered=flagged) == (0, 2)
+    flagged = np.array([[False, True, True, False]])
+    assert choose_grid_point(terms, log_prior, strength, n_classes=2, ordered=flagged) == (0, 0)
+    assert choose_grid_point(terms, log_prior, strength, n_classes=2, choice="weakest",
+                             ordered=np.array([[True, False, False, False]])) == (0, 1)
+
+
+def test_plausible_share_limits_are_the_beta_posterior_quantile():
+    """Each class's limit is the ``1 - alpha / q`` quantile of ``Beta(n_c + 1, L - n_c + 1)``:
+    checked against a Monte-Carlo quantile of that law; with 10 labels of each of two classes
+    a 63 % share is plausible and a 91 % share is not (breast_cancer, 10 labels a class)."""
+    from graphssl.inference.optimize.potts_beta import plausible_share_limits
+
+    labels = np.array([0] * 10 + [1] * 10 + [-1] * 50)
+    limits = plausible_share_limits(labels, 2)
+    draws = np.random.default_rng(0).beta(11, 11, 2_000_000)
+    np.testing.assert_allclose(limits, np.quantile(draws, 1 - 1e-3 / 2), atol=2e-3)
+    assert limits[0] > 0.63 and limits[0] < 0.91
+    skewed = plausible_share_limits(np.array([0] * 18 + [1] * 2 + [2] * 0 + [-1] * 5), 3)
+    assert skewed[0] > skewed[1] > skewed[2] > 0

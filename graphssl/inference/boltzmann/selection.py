@@ -32,7 +32,14 @@ one-standard-error rule, paired: among the grid points whose per-point (CV) term
 short of the best point's by less than one standard error of their mean difference (those
 the labelled points cannot tell from the best) and above chance's ``log(1/C)`` by more
 than one standard error (those that do carry labels), the one of highest prior density
-(``alpha_0 ~ N(0, 3^2)``, ``alpha_d ~ N(log(2 sigma_0^2), 1)``).  Past the point where every
+(``alpha_0 ~ N(0, 3^2)``, ``alpha_d ~ N(log(2 sigma_0^2), 1)``) -- and, before the prior,
+one whose chains are not in the ordered phase: a point where some class holds more of the
+unobserved nodes than its labelled count makes plausible (above the ``1 - 10^-3 / C``
+quantile of its share's posterior ``Beta(n_c + 1, L - n_c + 1)``, the Potts estimator's
+check, :func:`~graphssl.inference.optimize.potts_beta.plausible_share_limits`) comes
+after every point that is not. (CV) cannot see that sweep: it scores the labelled points
+only (breast_cancer, split 1 of 10 labels a class, seed 2: the rule took ``alpha_0 =
+-0.5``, where ~91 % of the nodes took one class, test accuracy 0.636).  Past the point where every
 held-out label is predicted, (CV) only creeps toward its ceiling ``log(1 - rho)`` as the
 coupling grows; the rule stays near the prior's mode instead.  A weak coupling
 cannot win: labels that reach nobody predict nothing, and (CV) says so.
@@ -55,6 +62,7 @@ import numpy as np
 from graphssl._device import to_device
 from graphssl._progress import StepTimer
 from graphssl.inference.boltzmann.criteria import held_out_log_prob, merge_gain
+from graphssl.inference.optimize.potts_beta import plausible_share_limits
 from graphssl.models.boltzmann import (
     BoltzmannMRF,
     ExtendedParams,
@@ -127,7 +135,12 @@ class GridResult(NamedTuple):
     degree ``sum_ij A_ij / n`` of each point;
     ``folds``: ``int[n]`` fold of each labelled point (-1 elsewhere); ``sigma0``: the data
     scale; ``n_sweeps``: chain sweeps done (all folds); ``start_labels``: ``int[chains, n]``
-    states of the all-labels fold at the chosen point (a warm start for the posterior).
+    states of the all-labels fold at the chosen point (a warm start for the posterior);
+    ``class_shares``: ``float[offsets, grid, C]``, each class's mean share of the unobserved
+    nodes in the all-labels fold's draws (NaN where the path stopped before);
+    ``ordered``: ``bool[offsets, grid]``, True where some class's share exceeds what the
+    labelled counts make plausible
+    (:func:`~graphssl.inference.optimize.potts_beta.plausible_share_limits`).
     """
 
     theta: ExtendedParams
@@ -141,6 +154,8 @@ class GridResult(NamedTuple):
     sigma0: float
     n_sweeps: int
     start_labels: np.ndarray
+    class_shares: np.ndarray | None = None
+    ordered: np.ndarray | None = None
 
 
 # --------------------------------------------------------------------------- the scale
@@ -233,7 +248,9 @@ def _default_kernel():
 def _grid_step_fn(kernel, n_burn: int, n_keep: int, hard: bool):
     """The compiled work of one grid point: every fold's chains, ``n_burn + n_keep`` sweeps
     at the given couplings, then each labelled row's (CV) term from its own fold and the
-    all-labels fold's merge gain.  The (fold, chain) runs are a ``lax.scan``, not a ``vmap``:
+    all-labels fold's merge gain and each class's mean share of the unobserved nodes in
+    that fold's draws (the ordered-phase check of :func:`select_coupling`). The (fold,
+    chain) runs are a ``lax.scan``, not a ``vmap``:
     on a CPU they cost the same, and a batched Swendsen-Wang (its component search is a
     ``while_loop``) compiled 4x slower (4.4 s vs 1.2 s, 6 folds, 178 nodes)."""
 
@@ -269,7 +286,12 @@ def _grid_step_fn(kernel, n_burn: int, n_keep: int, hard: bool):
         held_out = terms[row_fold + 1, jnp.arange(rows.shape[0])]  # each row from its fold
         merge = merge_gain(fold_model(0), draws[0], rows, observed_labels, evidence, hard,
                             draws.reshape(-1, n))
-        return labels.reshape(n_models, n_chains, n), held_out, merge
+        # each class's share of the unobserved nodes, all-labels fold, mean over its draws
+        free = ~(folds_model.observed[0] if hard else folds_model.noisy_observed[0])
+        counts = jnp.sum(jax.nn.one_hot(draws[0], zero.shape[-1], dtype=zero.dtype)
+                         * free[None, :, None], axis=(0, 1))
+        share = counts / (draws.shape[1] * jnp.maximum(jnp.sum(free), 1))
+        return labels.reshape(n_models, n_chains, n), held_out, merge, share
 
     return run
 
@@ -345,6 +367,9 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
     terms = np.full((len(offsets), grid.size, rows.size), np.nan)
     strength = np.full((len(offsets), grid.size), np.nan)
     merge_gain = np.full((len(offsets), grid.size), np.nan)
+    ordered = np.zeros((len(offsets), grid.size), dtype=bool)
+    class_shares = np.full((len(offsets), grid.size, C), np.nan)
+    share_limits = plausible_share_limits(labels_all, C)
     starts = {}
     sweeps = 0
     args = (jnp.asarray(rows, jnp.int32), jnp.asarray(labels_all[rows], jnp.int32),
@@ -359,7 +384,8 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
         for gi, a0 in enumerate(grid):
             key, k = jax.random.split(key)
             couplings = length_scale_couplings(geometry, jnp.asarray(a0), log_ls)
-            labels, held_out, merge = run(folds_model, couplings, evidence, k, labels, *args)
+            labels, held_out, merge, share = run(folds_model, couplings, evidence, k, labels,
+                                                 *args)
             sweeps += n_models * int(settings.n_chains) * (settings.burn_in + settings.n_samples)
             merge_gain[oi, gi] = float(merge)
             timer.tick()
@@ -367,6 +393,8 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
                 break
             terms[oi, gi] = np.asarray(held_out, dtype=np.float64)
             strength[oi, gi] = float(np.sum(np.asarray(couplings))) / n  # mean degree
+            class_shares[oi, gi] = np.asarray(share, dtype=np.float64)
+            ordered[oi, gi] = bool(np.any(class_shares[oi, gi] > share_limits))
             starts[oi, gi] = np.asarray(labels)[0]
             mean = float(terms[oi, gi].mean())
             if mean > path_best + settings.tol:
@@ -382,7 +410,8 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
             f"grid point; start the grid at weaker couplings (settings.alpha0[0] = {grid[0]})")
     log_prior = -0.5 * ((np.asarray(offsets)[:, None] / settings.scale_prior_std) ** 2
                         + (grid[None, :] / settings.alpha0_prior_std) ** 2)
-    oi, gi = choose_grid_point(terms, log_prior, strength, n_classes=C, choice=settings.choice)
+    oi, gi = choose_grid_point(terms, log_prior, strength, n_classes=C, choice=settings.choice,
+                               ordered=ordered)
     cv = terms.mean(axis=-1)  # NaN where the path stopped before
     start = starts[oi, gi]
     theta = ExtendedParams(
@@ -393,41 +422,47 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
                           else jnp.float32),
     )
     return GridResult(theta, float(grid[gi]), offsets[oi], cv, terms, merge_gain, strength,
-                      folds, sigma0, sweeps, start)
+                      folds, sigma0, sweeps, start, class_shares, ordered)
 
 
 def choose_grid_point(terms: np.ndarray, log_prior: np.ndarray, strength: np.ndarray, *,
-                      n_classes: int, choice: str = "prior") -> tuple[int, int]:
+                      n_classes: int, choice: str = "prior",
+                      ordered: np.ndarray | None = None) -> tuple[int, int]:
     """``(offset index, grid index)`` chosen from the per-point (CV) ``terms [offsets, grid,
     l]`` (NaN where a path stopped) by ``choice`` (:class:`GridSettings`): ``"best"`` the
     largest mean; ``"prior"`` / ``"weakest"`` the one-standard-error rule with the chance
     floor ``log(1/C)`` (:func:`_one_standard_error_choice`), ranking the points it keeps by
-    ``log_prior`` or by coupling ``strength`` alone."""
+    ``ordered`` (``bool [offsets, grid]``, the ordered-phase signature: such points last;
+    None: no point is), then by ``log_prior`` or by coupling ``strength`` alone."""
     if choice not in ("prior", "weakest", "best"):
         raise ValueError(f"settings.choice: use 'prior', 'weakest' or 'best', got {choice!r}")
     if choice == "best":
         o, g = np.unravel_index(np.nanargmax(terms.mean(axis=-1)), strength.shape)
         return int(o), int(g)
     rank = log_prior if choice == "prior" else np.zeros_like(log_prior)
-    return _one_standard_error_choice(terms, rank, strength, chance=-math.log(n_classes))
+    return _one_standard_error_choice(terms, rank, strength, chance=-math.log(n_classes),
+                                      ordered=ordered)
 
 
 def _one_standard_error_choice(terms: np.ndarray, log_prior: np.ndarray,
-                               strength: np.ndarray, chance: float | None = None
-                               ) -> tuple[int, int]:
+                               strength: np.ndarray, chance: float | None = None,
+                               ordered: np.ndarray | None = None) -> tuple[int, int]:
     """The one-standard-error rule (Breiman et al. 1984), paired: among the grid points whose
     per-point (CV) terms fall short of the best point's by less than one standard error of
     the mean difference, and exceed ``chance`` (``log(1/C)``, the score of a predictive
-    that carries no label; None: no such floor) by more than one standard error, the one
-    of highest prior density ``log_prior`` (ties: weaker coupling, smaller mean weighted
-    degree ``strength``); the best point when none qualifies. With 10 labels the standard
+    that carries no label; None: no such floor) by more than one standard error, the first
+    point not flagged ``ordered`` (True where the chains show the ordered phase; None: none
+    is), then of highest prior density ``log_prior`` (ties: weaker coupling, smaller mean
+    weighted degree ``strength``); the best point when none qualifies. With 10 labels the standard
     error is wide enough that, without the floor, a coupling whose held-out score is
     chance's (Digit1: -0.695 against ln(1/2) = -0.693, best -0.55) was chosen."""
     means = terms.mean(axis=-1)
     best = terms[np.unravel_index(np.nanargmax(means), means.shape)]
     evaluated = ~np.isnan(means)
+    flagged = np.zeros(means.shape, bool) if ordered is None else np.asarray(ordered, bool)
     order = np.lexsort((np.where(evaluated, strength, np.inf).ravel(),
-                        np.where(evaluated, -log_prior, np.inf).ravel()))
+                        np.where(evaluated, -log_prior, np.inf).ravel(),
+                        np.where(evaluated, flagged, True).ravel()))
     for flat in order:
         o, g = np.unravel_index(flat, means.shape)
         if not evaluated[o, g]:

@@ -39,7 +39,7 @@ from scipy.stats import beta as beta_distribution
 from graphssl.inference.optimize.mean_field import mean_field_labels, naive_mean_field
 
 __all__ = ["BetaCrossValidation", "BetaSelection", "collapsed_classes", "class_folds",
-           "cross_validated_beta", "BETA_FACTORS"]
+           "cross_validated_beta", "plausible_share_limits", "BETA_FACTORS"]
 
 BETA_FACTORS = (1.0, 0.5, 0.25, 0.125)  # the grid beta_Gamma * 2^-j
 
@@ -86,11 +86,20 @@ def collapsed_classes(predicted, labels, n_classes: int, alpha: float = 1e-3) ->
     free = labels < 0
     if not free.any():
         return np.zeros(0, np.int64)
-    counts = np.bincount(labels[~free], minlength=n_classes).astype(float)
-    total = counts.sum()
     share = np.bincount(np.asarray(predicted)[free], minlength=n_classes) / free.sum()
-    upper = beta_distribution.isf(alpha / n_classes, counts + 1.0, total - counts + 1.0)
-    return np.flatnonzero(share > upper)
+    return np.flatnonzero(share > plausible_share_limits(labels, n_classes, alpha))
+
+
+def plausible_share_limits(labels, n_classes: int, alpha: float = 1e-3) -> np.ndarray:
+    """``float[q]``: the largest share of the unlabelled nodes each class can plausibly hold
+    given the labelled counts ``n_c`` (of ``L``): the ``1 - alpha / q`` quantile of
+    ``Beta(n_c + 1, L - n_c + 1)``, the posterior of the class's share under a uniform prior.
+    A larger share is the ordered phase's signature (:func:`collapsed_classes`; also the
+    Boltzmann MRF's coupling grid, :mod:`graphssl.inference.boltzmann.selection`)."""
+    labels = np.asarray(labels)
+    counts = np.bincount(labels[labels >= 0], minlength=n_classes).astype(float)
+    total = counts.sum()
+    return beta_distribution.isf(alpha / n_classes, counts + 1.0, total - counts + 1.0)
 
 
 def class_folds(labels, n_folds: int, seed: int = 0) -> np.ndarray:
