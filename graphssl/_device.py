@@ -13,7 +13,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-__all__ = ["to_device"]
+__all__ = ["to_device", "host_array", "concatenate", "take_from"]
 
 
 def to_device(values, dtype=None) -> jax.Array:
@@ -41,3 +41,39 @@ def host_array(values, dtype=None) -> np.ndarray:
     host = host.astype(dtype, copy=True)
     host.flags.writeable = False
     return host
+
+
+def _host_side(values) -> bool:
+    """Whether ``values`` is a NumPy array or a concrete JAX array on one CPU device (so
+    NumPy reads it without a copy; an array sharded over devices keeps JAX's path and its
+    sharding)."""
+    if isinstance(values, np.ndarray):
+        return True
+    if not isinstance(values, jax.Array) or isinstance(values, jax.core.Tracer):
+        return False
+    devices = values.devices()
+    return len(devices) == 1 and next(iter(devices)).platform == "cpu"
+
+
+def concatenate(parts, axis: int = 0) -> jax.Array:
+    """``jnp.concatenate(parts, axis)`` without a compiled program where every part is on
+    the host (NumPy, or JAX on a CPU): joined by NumPy and moved by ``jax.device_put``.
+    An eager ``jnp.concatenate`` compiles once per shape, and a chain's growing draw record
+    has a new shape at every chunk (``sample_until_converged``: 78 compilations in the
+    diffusion mixture's convergence tests). Accelerator arrays take ``jnp.concatenate``
+    (no copy to the host and back)."""
+    if all(_host_side(part) for part in parts):
+        return jax.device_put(np.concatenate([np.asarray(part) for part in parts], axis=axis))
+    import jax.numpy as jnp
+
+    return jnp.concatenate(parts, axis=axis)
+
+
+def take_from(values, start: int, axis: int = 1) -> jax.Array:
+    """``values[:, start:]`` (``axis`` 1; any axis) without a compiled program where the
+    array is on the host (see :func:`concatenate`; an eager slice compiles once per
+    shape)."""
+    index = (slice(None),) * axis + (slice(start, None),)
+    if _host_side(values):
+        return jax.device_put(np.asarray(values)[index])
+    return values[index]

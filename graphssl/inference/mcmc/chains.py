@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from graphssl._device import concatenate, to_device
 from graphssl.inference.mcmc import checkpoint as ckpt
 from graphssl.inference.mcmc.kernels import (
     Kernel,
@@ -371,18 +372,20 @@ def sample_chains(
 
 def _assemble(outputs, carry, chain_keys, n_steps, burn_in, thin, model, resume, n_chains):
     dtype = storage_dtype(model.n_classes)
+    # joined on the host where the draws are there (one compiled concatenate per new record
+    # length otherwise: graphssl._device.concatenate)
     if outputs:
-        labels = jnp.concatenate([o[0] for o in outputs], axis=1)
-        energy = jnp.concatenate([o[1] for o in outputs], axis=1)
-        stats = {k: jnp.concatenate([o[2][k] for o in outputs], axis=1) for k in outputs[0][2]}
+        labels = concatenate([o[0] for o in outputs], axis=1)
+        energy = concatenate([o[1] for o in outputs], axis=1)
+        stats = {k: concatenate([o[2][k] for o in outputs], axis=1) for k in outputs[0][2]}
     else:
-        labels = jnp.zeros((n_chains, 0, model.n_nodes), dtype)
-        energy = jnp.zeros((n_chains, 0), carry[1].dtype)
+        labels = to_device(np.zeros((n_chains, 0, model.n_nodes), dtype))
+        energy = to_device(np.zeros((n_chains, 0), carry[1].dtype))
         stats = {}
     if resume is not None and resume.labels.shape[1]:
-        labels = jnp.concatenate([resume.labels, labels], axis=1)
-        energy = jnp.concatenate([resume.energy, energy], axis=1)
-        stats = ({k: jnp.concatenate([resume.stats[k], v], axis=1) for k, v in stats.items()}
+        labels = concatenate([resume.labels, labels], axis=1)
+        energy = concatenate([resume.energy, energy], axis=1)
+        stats = ({k: concatenate([resume.stats[k], v], axis=1) for k, v in stats.items()}
                  if stats else resume.stats)
     state, best_e, best_y = carry
     best = jnp.argmin(best_e)

@@ -1,0 +1,64 @@
+"""Host-side array helpers (graphssl._device): same values as JAX's operations, without a
+compiled program for arrays on the host, and JAX's own path inside ``jit``."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from graphssl._device import concatenate, take_from, to_device
+
+_COMPILES = []
+_LISTENING = [False]
+
+
+_EVENTS = ("/jax/core/compile/jaxpr_to_mlir_module_duration",  # also on a persistent-cache hit
+           "/jax/core/compile/backend_compile_duration")
+
+
+def _on_duration(event, duration, **kwargs):
+    if _LISTENING[0] and event in _EVENTS:
+        _COMPILES.append(duration)
+
+
+jax.monitoring.register_event_duration_secs_listener(_on_duration)
+
+
+def _compilations(fn):
+    """``(fn(), number of programs lowered or compiled while it ran)``."""
+    _COMPILES.clear()
+    _LISTENING[0] = True
+    try:
+        out = jax.block_until_ready(fn())
+    finally:
+        _LISTENING[0] = False
+    return out, len(_COMPILES)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.float32])
+def test_concatenate_and_take_from_match_jax_and_compile_nothing(dtype):
+    rng = np.random.default_rng(0)
+    parts = [to_device(rng.integers(0, 5, (3, size, 7)).astype(dtype)) for size in (4, 9, 2)]
+    parts.append(rng.integers(0, 5, (3, 5, 7)).astype(dtype))  # a NumPy part too
+    joined, n = _compilations(lambda: concatenate(parts, axis=1))
+    assert n == 0 and isinstance(joined, jax.Array) and joined.dtype == dtype
+    np.testing.assert_array_equal(joined, np.concatenate([np.asarray(p) for p in parts], 1))
+    tail, n = _compilations(lambda: take_from(joined, 13))
+    assert n == 0 and tail.shape == (3, 7, 7)
+    np.testing.assert_array_equal(tail, np.asarray(joined)[:, 13:])
+    rows, n = _compilations(lambda: take_from(joined, 1, axis=0))
+    assert n == 0
+    np.testing.assert_array_equal(rows, np.asarray(joined)[1:])
+    # the check itself: JAX's eager concatenate of a new shape does compile
+    _, n = _compilations(lambda: jnp.concatenate(parts[:2] + [parts[0]], axis=1))
+    assert n >= 1
+
+
+def test_inside_jit_the_helpers_take_jax_operations():
+    @jax.jit
+    def f(a, b):
+        return take_from(concatenate([a, b], axis=1), 2)
+
+    a, b = jnp.ones((2, 3)), jnp.zeros((2, 4))
+    np.testing.assert_array_equal(f(a, b), np.concatenate([np.ones((2, 3)), np.zeros((2, 4))],
+                                                          1)[:, 2:])
