@@ -13,7 +13,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-__all__ = ["to_device", "host_array", "concatenate", "take_from"]
+__all__ = ["to_device", "host_array", "concatenate", "take_from", "take_first"]
 
 
 def to_device(values, dtype=None) -> jax.Array:
@@ -74,6 +74,16 @@ def take_from(values, start: int, axis: int = 1) -> jax.Array:
     array is on the host (see :func:`concatenate`; an eager slice compiles once per
     shape)."""
     index = (slice(None),) * axis + (slice(start, None),)
+    if _host_side(values):
+        return jax.device_put(np.asarray(values)[index])
+    return values[index]
+
+
+def take_first(values, count: int, axis: int = 1) -> jax.Array:
+    """``values[:, :count]`` (``axis`` 1; any axis), the host way of :func:`take_from`."""
+    if values.shape[axis] == count:
+        return values
+    index = (slice(None),) * axis + (slice(None, count),)
     if _host_side(values):
         return jax.device_put(np.asarray(values)[index])
     return values[index]

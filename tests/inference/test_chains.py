@@ -123,6 +123,40 @@ def test_rao_blackwell_marginals_match_enumeration_with_less_spread(models, refe
         rao_blackwell_marginals(model, labels[0, :, :5])
 
 
+def test_runs_of_other_lengths_share_one_compiled_program(kernels, models, reference):
+    """The number of draws is an argument of the chain program (its outputs are buffers of a
+    bucketed length, cut back on the host): after the module's run of N_SAMPLES draws, runs
+    of other lengths in its bucket from the same kernel and model lower no new program, and
+    give the reference run's first draws."""
+    from graphssl.inference.mcmc.chains import _draw_capacity
+
+    assert [_draw_capacity(n, 1) for n in (1, 16, 17, 24, 25, 33, 48, 49, 100)] == [
+        16, 16, 24, 24, 32, 48, 48, 64, 128]
+    assert _draw_capacity(1000, 1 << 20) == 1000  # buffers past BUCKET_MAX_BYTES: exact
+    per_draw = N_CHAINS * 8  # int8 labels of 8 nodes, every chain
+    lengths = (N_SAMPLES - 43, N_SAMPLES - 1)
+    assert {_draw_capacity(n, per_draw) for n in (*lengths, N_SAMPLES)} == {384}
+    kernel, model = kernels["chromatic"], models[(True, True)]
+    lowered, listening = [], [True]
+
+    def on_duration(event, duration, **kwargs):
+        if listening[0] and event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            lowered.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
+    try:
+        for n in lengths:
+            lowered.clear()
+            run = sample_chains(kernel, model, jax.random.key(4), n_chains=N_CHAINS,
+                                n_samples=n, burn_in=BURN_IN)
+            assert not lowered, f"{n} draws lowered {len(lowered)} programs"
+            assert run.labels.shape == (N_CHAINS, n, 8) and run.energy.shape == (N_CHAINS, n)
+            np.testing.assert_array_equal(run.labels, reference.labels[:, :n])
+            np.testing.assert_array_equal(run.energy, reference.energy[:, :n])
+    finally:
+        listening[0] = False  # the listener stays registered (JAX has no public removal)
+
+
 def test_thinning_and_argument_errors(kernels, models):
     kernel, model = kernels["chromatic"], models[(True, True)]
     thin = sample_chains(kernel, model, jax.random.key(0), n_chains=N_CHAINS, n_samples=5,

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from graphssl._device import concatenate, to_device
+from graphssl._device import concatenate, take_first, to_device
 from graphssl.inference.mcmc import checkpoint as ckpt
 from graphssl.inference.mcmc.kernels import (
     Kernel,
@@ -112,8 +112,30 @@ def label_energy(model, state) -> jax.Array:
     return model.energy(state.labels)
 
 
+# A chunk's draws are written into buffers of a bucketed length, so that runs of different
+# lengths share one compiled program (see _draw_capacity).
+MIN_DRAW_CAPACITY = 16
+BUCKET_MAX_BYTES = 1 << 28  # above this many bytes of stored labels a chunk is not padded
+
+
+def _draw_capacity(n_draws: int, bytes_per_draw: int) -> int:
+    """The compiled length of a chunk of ``n_draws`` draws: at least ``MIN_DRAW_CAPACITY``,
+    else the next of 2^k and 3 * 2^(k-1) (at most a third more than asked), unless the
+    padded labels would pass ``BUCKET_MAX_BYTES`` (then ``n_draws`` itself). The number of
+    draws was a static length of the chain program, and each new one compiled the whole
+    kernel anew (the diffusion mixture's chain: 9-10 s at XLA level 0 on 120 nodes): a
+    resumed run, a convergence check of another length, a progress bar's last chunk."""
+    n_draws = int(n_draws)
+    if n_draws <= MIN_DRAW_CAPACITY:
+        capacity = MIN_DRAW_CAPACITY
+    else:
+        power = 1 << (n_draws - 1).bit_length()
+        capacity = 3 * power // 4 if 3 * power // 4 >= n_draws else power
+    return n_draws if capacity * bytes_per_draw > BUCKET_MAX_BYTES else capacity
+
+
 def _run_fn(kernel, n_draws: int, thin: int, dtype, method: str = "vectorized",
-            energy_fn=label_energy, batched_model: bool = False):
+            energy_fn=label_energy, batched_model: bool = False, bytes_per_draw: int = 0):
     """Jitted map over chains (``vmap``, or ``lax.map`` for ``method="sequential"``) of:
     ``n_burn`` (traced) burn-in steps, then ``n_draws`` draws ``thin`` steps apart. The
     kernel step is traced once (one ``while_loop`` body). The kernel's arrays are passed as
@@ -122,18 +144,30 @@ def _run_fn(kernel, n_draws: int, thin: int, dtype, method: str = "vectorized",
     and is dropped from the cache key: a run resumed with a kernel that differs only in its
     start (the diffusion mixture's leave-one-out checkpoints: centres ``"self"`` for the
     first chunk, ``"random"`` for the resumed ones) reuses the first chunk's program, where it
-    compiled the same program again (7-8 s at XLA level 0, 120 nodes)."""
+    compiled the same program again (7-8 s at XLA level 0, 120 nodes). The number of draws
+    is an argument of the program, its outputs buffers of :func:`_draw_capacity` draws
+    (``bytes_per_draw``: the labels of one draw of every chain), cut back to ``n_draws`` on
+    the host: runs of other lengths in the same bucket reuse the program."""
     if isinstance(kernel, Kernel):
         kernel = kernel._replace(init=None)
     arrays, static = split_kernel(kernel)
-    run = _run_fn_static(static, n_draws, thin, dtype, method, energy_fn, batched_model)
-    return functools.partial(run, arrays)
+    capacity = _draw_capacity(n_draws, bytes_per_draw)
+    run = _run_fn_static(static, capacity, thin, dtype, method, energy_fn, batched_model)
+    count = np.int32(n_draws)
+
+    def run_chunk(model, chain_keys, carry, start, n_burn):
+        carry, (labels, energy, info) = run(arrays, model, chain_keys, carry, start, n_burn,
+                                            count)
+        cut = functools.partial(take_first, count=int(n_draws), axis=1)
+        return carry, (cut(labels), cut(energy), jax.tree_util.tree_map(cut, info))
+
+    return run_chunk
 
 
 @functools.lru_cache(maxsize=64)
-def _run_fn_static(static, n_draws: int, thin: int, dtype, method: str, energy_fn=label_energy,
-                   batched_model: bool = False):
-    def run(arrays, model, chain_key, carry, start, n_burn):
+def _run_fn_static(static, capacity: int, thin: int, dtype, method: str,
+                   energy_fn=label_energy, batched_model: bool = False):
+    def run(arrays, model, chain_key, carry, start, n_burn, n_draws):
         kernel = merge_kernel(arrays, static)
         step_model = prepared(kernel, model)  # once per run, outside the loops
         _, info0 = jax.eval_shape(
@@ -165,19 +199,31 @@ def _run_fn_static(static, n_draws: int, thin: int, dtype, method: str, energy_f
                 acc = jax.tree_util.tree_map(lambda a: a / thin, acc)
             return c, (state.labels.astype(dtype), energy, acc)
 
-        return jax.lax.scan(draw, carry, jnp.arange(n_draws))
+        shapes = jax.eval_shape(lambda c: draw(c, 0)[1], carry)
+        buffers = jax.tree_util.tree_map(
+            lambda s: jnp.zeros((capacity, *s.shape), s.dtype), shapes)
+
+        def record(d, inner):
+            c, bufs = inner
+            c, out = draw(c, d)
+            bufs = jax.tree_util.tree_map(
+                lambda b, o: jax.lax.dynamic_update_index_in_dim(b, o, d, 0), bufs, out)
+            return c, bufs
+
+        return jax.lax.fori_loop(0, n_draws, record, (carry, buffers))
 
     if method == "sequential":
-        def each(arrays, model, keys, carry, start, n_burn):
+        def each(arrays, model, keys, carry, start, n_burn, n_draws):
             if batched_model:  # one model per chain: map over it too
-                return jax.lax.map(lambda a: run(arrays, a[2], a[0], a[1], start, n_burn),
-                                   (keys, carry, model))
-            return jax.lax.map(lambda a: run(arrays, model, a[0], a[1], start, n_burn),
-                               (keys, carry))
+                return jax.lax.map(
+                    lambda a: run(arrays, a[2], a[0], a[1], start, n_burn, n_draws),
+                    (keys, carry, model))
+            return jax.lax.map(lambda a: run(arrays, model, a[0], a[1], start, n_burn,
+                                             n_draws), (keys, carry))
 
         return jax.jit(each)
     model_axis = 0 if batched_model else None
-    return jax.jit(jax.vmap(run, in_axes=(None, model_axis, 0, 0, None, None)))
+    return jax.jit(jax.vmap(run, in_axes=(None, model_axis, 0, 0, None, None, None)))
 
 
 def _chain_method(method: str, n_chains: int) -> str:
@@ -351,14 +397,15 @@ def sample_chains(
                       chain_keys=chain_keys, carry=carry)
 
     sizes = _chunks(n_samples - done, chunk_size) if n_samples > done else []
+    per_draw = int(np.prod(np.shape(carry[2]))) * np.dtype(dtype).itemsize  # labels, all chains
     if todo_burn and not sizes:  # burn-in only: run it through a one-draw chunk, drop the draw
-        run = _run_fn(kernel, 1, 1, dtype, method, energy_fn, batched_model)
+        run = _run_fn(kernel, 1, 1, dtype, method, energy_fn, batched_model, per_draw)
         carry, _ = run(model, chain_keys, carry, start, todo_burn - 1)
         start, todo_burn = start + todo_burn, 0
         bar.update(start)
         save(None)
     for size in sizes:
-        run = _run_fn(kernel, size, thin, dtype, method, energy_fn, batched_model)
+        run = _run_fn(kernel, size, thin, dtype, method, energy_fn, batched_model, per_draw)
         carry, (labels, energy, info) = run(model, chain_keys, carry, start, todo_burn)
         out = (labels, energy, info_dict(info))  # statistics by name (the checkpoint's too)
         start += todo_burn + size * thin
