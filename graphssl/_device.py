@@ -13,7 +13,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-__all__ = ["to_device", "host_array", "concatenate", "take_from", "take_first"]
+__all__ = ["to_device", "host_array", "concatenate", "take"]
 
 
 def to_device(values, dtype=None) -> jax.Array:
@@ -69,21 +69,13 @@ def concatenate(parts, axis: int = 0) -> jax.Array:
     return jnp.concatenate(parts, axis=axis)
 
 
-def take_from(values, start: int, axis: int = 1) -> jax.Array:
-    """``values[:, start:]`` (``axis`` 1; any axis) without a compiled program where the
+def take(values, start: int = 0, stop: int | None = None, axis: int = 1) -> jax.Array:
+    """``values[:, start:stop]`` (``axis`` 1; any axis) without a compiled program where the
     array is on the host (see :func:`concatenate`; an eager slice compiles once per
-    shape)."""
-    index = (slice(None),) * axis + (slice(start, None),)
-    if _host_side(values):
-        return jax.device_put(np.asarray(values)[index])
-    return values[index]
-
-
-def take_first(values, count: int, axis: int = 1) -> jax.Array:
-    """``values[:, :count]`` (``axis`` 1; any axis), the host way of :func:`take_from`."""
-    if values.shape[axis] == count:
+    shape); ``values`` itself when the slice is all of it."""
+    if start == 0 and (stop is None or stop == values.shape[axis]):
         return values
-    index = (slice(None),) * axis + (slice(None, count),)
+    index = (slice(None),) * axis + (slice(start, stop),)
     if _host_side(values):
         return jax.device_put(np.asarray(values)[index])
     return values[index]

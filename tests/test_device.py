@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from graphssl._device import concatenate, take_from, to_device
+from graphssl._device import concatenate, take, to_device
 
 _COMPILES = []
 _LISTENING = [False]
@@ -36,19 +36,23 @@ def _compilations(fn):
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.float32])
-def test_concatenate_and_take_from_match_jax_and_compile_nothing(dtype):
+def test_concatenate_and_take_match_jax_and_compile_nothing(dtype):
     rng = np.random.default_rng(0)
     parts = [to_device(rng.integers(0, 5, (3, size, 7)).astype(dtype)) for size in (4, 9, 2)]
     parts.append(rng.integers(0, 5, (3, 5, 7)).astype(dtype))  # a NumPy part too
     joined, n = _compilations(lambda: concatenate(parts, axis=1))
     assert n == 0 and isinstance(joined, jax.Array) and joined.dtype == dtype
     np.testing.assert_array_equal(joined, np.concatenate([np.asarray(p) for p in parts], 1))
-    tail, n = _compilations(lambda: take_from(joined, 13))
+    tail, n = _compilations(lambda: take(joined, 13))
     assert n == 0 and tail.shape == (3, 7, 7)
     np.testing.assert_array_equal(tail, np.asarray(joined)[:, 13:])
-    rows, n = _compilations(lambda: take_from(joined, 1, axis=0))
+    middle, n = _compilations(lambda: take(joined, 2, 11))
+    assert n == 0
+    np.testing.assert_array_equal(middle, np.asarray(joined)[:, 2:11])
+    rows, n = _compilations(lambda: take(joined, 1, axis=0))
     assert n == 0
     np.testing.assert_array_equal(rows, np.asarray(joined)[1:])
+    assert take(joined, 0, joined.shape[1]) is joined
     # the check itself: JAX's eager concatenate of a new shape does compile
     _, n = _compilations(lambda: jnp.concatenate(parts[:2] + [parts[0]], axis=1))
     assert n >= 1
@@ -57,7 +61,7 @@ def test_concatenate_and_take_from_match_jax_and_compile_nothing(dtype):
 def test_inside_jit_the_helpers_take_jax_operations():
     @jax.jit
     def f(a, b):
-        return take_from(concatenate([a, b], axis=1), 2)
+        return take(concatenate([a, b], axis=1), 2)
 
     a, b = jnp.ones((2, 3)), jnp.zeros((2, 4))
     np.testing.assert_array_equal(f(a, b), np.concatenate([np.ones((2, 3)), np.zeros((2, 4))],

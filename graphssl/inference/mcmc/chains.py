@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from graphssl._device import concatenate, take_first, to_device
+from graphssl._device import concatenate, take, to_device
 from graphssl.inference.mcmc import checkpoint as ckpt
 from graphssl.inference.mcmc.kernels import (
     Kernel,
@@ -158,7 +158,7 @@ def _run_fn(kernel, n_draws: int, thin: int, dtype, method: str = "vectorized",
     def run_chunk(model, chain_keys, carry, start, n_burn):
         carry, (labels, energy, info) = run(arrays, model, chain_keys, carry, start, n_burn,
                                             count)
-        cut = functools.partial(take_first, count=int(n_draws), axis=1)
+        cut = functools.partial(take, stop=int(n_draws), axis=1)
         return carry, (cut(labels), cut(energy), jax.tree_util.tree_map(cut, info))
 
     return run_chunk

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from graphssl._device import take_from
+from graphssl._device import take
 from graphssl.inference.mcmc.chains import Samples, sample_chains
 from graphssl.inference.mcmc.statistics import default_pairs, invariant_statistics, rhat_ess
 
@@ -73,9 +73,9 @@ def invariant_rhat(samples: Samples, pairs=None, trace_statistics=(), *, n_pairs
 def trim_draws(samples: Samples, start: int) -> Samples:
     """``samples`` without its first ``start`` draws (chain state, keys and step count kept,
     so it still resumes exactly)."""
-    return samples._replace(labels=take_from(samples.labels, start),
-                            energy=take_from(samples.energy, start),
-                            stats={k: take_from(v, start) for k, v in samples.stats.items()})
+    return samples._replace(labels=take(samples.labels, start),
+                            energy=take(samples.energy, start),
+                            stats={k: take(v, start) for k, v in samples.stats.items()})
 
 
 class ConvergenceCheck(NamedTuple):
