@@ -183,8 +183,15 @@ def _sample_until_converged(estimator, fit, budget, observed) -> dict | None:
     return diag | {"doublings": rounds, "extended_by": how}
 
 
+def _params(estimator) -> dict:
+    """The estimator's parameters (``get_params``), or none for an object without them."""
+    get = getattr(estimator, "get_params", None)
+    return get(deep=False) if callable(get) else {}
+
+
 def run_model(name: str, factory: Callable, graph, y, labelled_idx, *, X=None,
-              budget: ConvergenceBudget | None = None, classes=None) -> tuple[dict, object]:
+              budget: ConvergenceBudget | None = None, classes=None,
+              progress: bool = True) -> tuple[dict, object]:
     """Fit one model on one split; return its record and the fitted estimator.
 
     Models whose estimator sets ``fits_features = True`` (they learn from the features, e.g.
@@ -202,12 +209,17 @@ def run_model(name: str, factory: Callable, graph, y, labelled_idx, *, X=None,
       budget: :class:`ConvergenceBudget` (default: R-hat 1.01, ESS 100, 3 doublings).
       classes: original class names (``classes[k]`` for class ``k``); predictions are
         recorded in these names.
+      progress: False silences an estimator whose own ``progress`` is ``"auto"`` (the
+        diffusion mixture's and the Boltzmann MRF's bars and their "why it is long" line;
+        ``graphssl run --no-progress``); an explicit True or False is kept.
     """
     budget = ConvergenceBudget() if budget is None else budget
     y = np.asarray(y)
     y_masked = np.full(y.shape, -1, dtype=np.int64)
     y_masked[labelled_idx] = y[labelled_idx]
     estimator = factory()
+    if not progress and _params(estimator).get("progress") == "auto":
+        estimator.set_params(progress=False)
 
     def fit(est):
         if getattr(est, "fits_features", False):
@@ -367,14 +379,14 @@ def _restored(graph):
 
 def run_job(name: str, factory: Callable, graph, y, labelled_idx, *, X=None,
             budget: ConvergenceBudget | None = None, classes=None, plots: bool = False,
-            x64: bool | None = None) -> tuple[dict, dict[str, bytes]]:
+            x64: bool | None = None, progress: bool = True) -> tuple[dict, dict[str, bytes]]:
     """One grid cell, safe to run in any process: ``(record, files)``.
 
     ``files`` maps ``"arviz"``, ``"plot"``, ``"trace_plot"`` to the bytes to write (plots
     only with ``plots=True``). A failing fit gives ``{"model": name, "error": "..."}`` and
     no files. ``x64`` sets ``jax_enable_x64`` first (a worker process must compute in the
     caller's precision for its results to equal a serial run's); a :func:`portable` graph
-    gets its JAX arrays back after that.
+    gets its JAX arrays back after that. ``progress``: as in :func:`run_model`.
     """
     if x64 is not None:
         import jax
@@ -384,7 +396,7 @@ def run_job(name: str, factory: Callable, graph, y, labelled_idx, *, X=None,
     release_executables_near_limit()
     try:
         record, estimator = run_model(name, factory, graph, y, labelled_idx, X=X,
-                                      budget=budget, classes=classes)
+                                      budget=budget, classes=classes, progress=progress)
     except Exception as err:  # noqa: BLE001 - one failing model must not sink the report
         return {"model": name, "error": f"{type(err).__name__}: {err}"}, {}
     files: dict[str, bytes] = {}

@@ -201,6 +201,8 @@ def compare_models(
       config: settings that identify the run (data set, graph, seed); a stored result is
         reused only when its config matches, so a changed setting never mixes results.
       X: features (for models with ``fits_features`` and for 2-D confidence plots).
+      progress: the grid's bar; False also silences the estimators' own ``"auto"`` bars
+        (:func:`~graphssl.runs.run_model`).
       resume: reuse stored results of the same config.
       budget: the convergence criteria and budget of sampled models
         (:class:`~graphssl.runs.ConvergenceBudget`).
@@ -232,7 +234,8 @@ def compare_models(
     x64 = _x64()
 
     def common(cell):
-        return {"budget": budget, "classes": classes, "plots": cell[1] == 0, "x64": x64}
+        return {"budget": budget, "classes": classes, "plots": cell[1] == 0, "x64": x64,
+                "progress": bool(progress)}
 
     closer = None
     if todo and client is None and (scheduler is not None or int(workers) > 1):

@@ -42,6 +42,37 @@ class _Broken(HarmonicFunctionClassifier):
         raise RuntimeError("boom")
 
 
+class _WithProgress(HarmonicFunctionClassifier):
+    """An estimator with its own ``progress`` parameter (as the diffusion mixture and the
+    Boltzmann MRF have); records the setting it was fitted with."""
+
+    seen = []
+
+    def __init__(self, progress="auto"):
+        super().__init__()
+        self.progress = progress
+
+    def _label_distributions(self, graph, labels, n_classes):
+        type(self).seen.append(self.progress)
+        return super()._label_distributions(graph, labels, n_classes)
+
+
+def test_no_progress_silences_the_estimators_auto_bars(moons, tmp_path):
+    """``compare_models(progress=False)`` (``graphssl run --no-progress``) fits an estimator
+    whose ``progress`` is ``"auto"`` with ``progress=False``; a grid with its bar keeps
+    ``"auto"``, and an explicit setting is never changed."""
+    from functools import partial
+
+    X, y, graph = moons
+    splits = [np.r_[np.flatnonzero(y == 0)[:2], np.flatnonzero(y == 1)[:2]]]
+    _WithProgress.seen = []
+    for progress, factory in ((False, _WithProgress), (True, _WithProgress),
+                              (False, partial(_WithProgress, progress=True))):
+        suite.compare_models({"grf": factory}, graph, y, splits, X=X, progress=progress,
+                             out_dir=tmp_path / f"{progress}{len(_WithProgress.seen)}")
+    assert _WithProgress.seen == [False, "auto", True]
+
+
 def test_records_and_resume(moons, tmp_path):
     X, y, graph = moons
     splits = [np.array([0, 1, 2, 3, 100, 101, 150, 160]), np.arange(0, 200, 20)]
