@@ -135,10 +135,16 @@ def _from_report(report) -> dict:
             "chains": int(report.n_chains), "draws": int(report.n_draws)}
 
 
+def _params(estimator) -> dict:
+    """The estimator's parameters (``get_params``), or none for an object without them."""
+    get = getattr(estimator, "get_params", None)
+    return get(deep=False) if callable(get) else {}
+
+
 def _extend(estimator, fit: Callable) -> str:
     """Double the draws per chain: continue the chains where possible, else refit."""
     if hasattr(estimator, "sample_more"):
-        params = estimator.get_params() if hasattr(estimator, "get_params") else {}
+        params = _params(estimator)
         n_more = params.get("n_iterations") or params.get("n_samples")
         if n_more is None:
             n_more = int(np.asarray(estimator.samples_.labels).shape[1])
@@ -167,7 +173,7 @@ def _normalised(scores) -> np.ndarray:
 def _can_extend(estimator) -> bool:
     if hasattr(estimator, "sample_more"):
         return True
-    params = estimator.get_params() if hasattr(estimator, "get_params") else {}
+    params = _params(estimator)
     return "n_samples" in params or "n_iterations" in params
 
 
@@ -181,12 +187,6 @@ def _sample_until_converged(estimator, fit, budget, observed) -> dict | None:
         rounds += 1
         diag = invariant_diagnostics(estimator, observed, budget) or diag
     return diag | {"doublings": rounds, "extended_by": how}
-
-
-def _params(estimator) -> dict:
-    """The estimator's parameters (``get_params``), or none for an object without them."""
-    get = getattr(estimator, "get_params", None)
-    return get(deep=False) if callable(get) else {}
 
 
 def run_model(name: str, factory: Callable, graph, y, labelled_idx, *, X=None,
