@@ -11,6 +11,7 @@ enters JAX outside ``jit``; inside ``jit`` (or on a tracer) it is not needed.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["to_device", "host_array", "concatenate", "take"]
@@ -64,8 +65,6 @@ def concatenate(parts, axis: int = 0) -> jax.Array:
     (no copy to the host and back)."""
     if all(_host_side(part) for part in parts):
         return jax.device_put(np.concatenate([np.asarray(part) for part in parts], axis=axis))
-    import jax.numpy as jnp
-
     return jnp.concatenate(parts, axis=axis)
 
 

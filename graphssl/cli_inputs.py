@@ -33,6 +33,8 @@ import pathlib
 
 import numpy as np
 
+from graphssl.data.loaders import encode_label_strings, is_number
+
 UNLABELED = ("", "-1", "?")
 
 
@@ -73,26 +75,6 @@ def standardize(X: np.ndarray) -> np.ndarray:
     return (X - X.mean(axis=0)) / np.where(scale > 0, scale, 1.0)
 
 
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _class_key(label: str):
-    return (0, float(label), label) if _is_number(label) else (1, 0.0, label)
-
-
-def encode_labels(labels: list[str], unlabeled) -> tuple[np.ndarray, np.ndarray]:
-    """``(y, classes)``: label strings -> indices into the sorted distinct names (numbers
-    compared as numbers), ``-1`` for the ``unlabeled`` markers."""
-    names = sorted({lab for lab in labels if lab not in unlabeled}, key=_class_key)
-    index = {lab: k for k, lab in enumerate(names)}
-    return np.array([index.get(lab, -1) for lab in labels], dtype=np.int64), np.array(names)
-
-
 def _rows(path: pathlib.Path, what: str) -> list[list[str]]:
     if not path.is_file():
         raise ValueError(f"{what}: file {path} does not exist")
@@ -116,7 +98,7 @@ def _edge_list(path: pathlib.Path):
                              "source,target or source,target,weight")
         weight = 1.0
         if len(row) == 3:
-            if not _is_number(row[2]) or not float(row[2]) >= 0 or float(row[2]) == np.inf:
+            if not is_number(row[2]) or not float(row[2]) >= 0 or float(row[2]) == np.inf:
                 raise ValueError(f"--graph: line {lineno} of {path}: weight {row[2]!r} is not "
                                  "a finite number >= 0")
             weight = float(row[2])
@@ -146,7 +128,7 @@ def _table(path: pathlib.Path, what: str) -> tuple[list[str], list[list[str]]]:
     width = len(rows[0])
     if width < 2:
         raise ValueError(f"{what}: {path} needs a node id column and at least one more")
-    if what == "--features" and not all(_is_number(c) for c in rows[0][1:]):
+    if what == "--features" and not all(is_number(c) for c in rows[0][1:]):
         rows = rows[1:]
     elif what == "--labels" and [c.lower() for c in rows[0]] == ["node", "label"]:
         rows = rows[1:]
@@ -186,7 +168,7 @@ def load_graph_problem(graph_path, *, features=None, labels=None, label_attribut
             raise ValueError(f"--labels: {path} has no node attribute {label_attribute!r}; give "
                              "--labels FILE (node,label per line) or --label-attribute NAME")
         label_text = ["" if v is None else str(v).strip() for v in values]
-    y, classes = encode_labels(label_text, unlabeled)
+    y, classes = encode_label_strings(label_text, unlabeled)
     if len(classes) < 2 and not np.all(y >= 0):
         raise ValueError(f"--labels: found {len(classes)} class(es) among the labelled nodes; "
                          "need at least 2")

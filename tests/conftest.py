@@ -40,6 +40,36 @@ if "GRAPHSSL_DATA" not in os.environ and _SHARED.is_dir():
 
 
 
+_LOWERING_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"  # persistent-cache hits too
+_lowered_while_listening: list[float] | None = None
+
+
+def _on_compile_event(event, duration, **kwargs):
+    if _lowered_while_listening is not None and event == _LOWERING_EVENT:
+        _lowered_while_listening.append(duration)
+
+
+jax.monitoring.register_event_duration_secs_listener(_on_compile_event)  # once: no removal
+
+
+@pytest.fixture(scope="session")
+def lowered_programs():
+    """``lowered_programs(fn) -> (fn(), number of programs JAX lowered while it ran)``: a
+    compiled program, or one read from the persistent cache, is lowered first; a reused one
+    is not. One listener serves the whole run (JAX has no public way to remove one)."""
+
+    def count(fn):
+        global _lowered_while_listening
+        _lowered_while_listening = []
+        try:
+            out = jax.block_until_ready(fn())
+            return out, len(_lowered_while_listening)
+        finally:
+            _lowered_while_listening = None
+
+    return count
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_executables_near_map_limit():
     """Drop JAX's compiled executables after a test module once the process nears the limit

@@ -110,7 +110,7 @@ def test_grid_record_is_consistent(moons, zero_noise_fit):
     assert set(folds) == {0, 1, 2} and np.all(g.folds[labels < 0] == -1)
     # the ordered-phase record: class shares of the unobserved nodes where evaluated, flagged
     # where a share exceeds its plausible limit given the labelled counts (3 of each class)
-    from graphssl.inference.optimize.potts_beta import plausible_share_limits
+    from graphssl.inference.ordered_phase import plausible_share_limits
 
     np.testing.assert_allclose(g.class_shares[evaluated].sum(-1), 1.0, atol=1e-6)
     assert np.all(np.isnan(g.class_shares[~evaluated]))
@@ -283,7 +283,7 @@ def test_plausible_share_limits_are_the_beta_posterior_quantile():
     """Each class's limit is the ``1 - alpha / q`` quantile of ``Beta(n_c + 1, L - n_c + 1)``:
     checked against a Monte-Carlo quantile of that law; with 10 labels of each of two classes
     a 63 % share is plausible and a 91 % share is not (breast_cancer, 10 labels a class)."""
-    from graphssl.inference.optimize.potts_beta import plausible_share_limits
+    from graphssl.inference.ordered_phase import plausible_share_limits
 
     labels = np.array([0] * 10 + [1] * 10 + [-1] * 50)
     limits = plausible_share_limits(labels, 2)

@@ -8,53 +8,27 @@ import pytest
 
 from graphssl._device import concatenate, take, to_device
 
-_COMPILES = []
-_LISTENING = [False]
-
-
-_EVENTS = ("/jax/core/compile/jaxpr_to_mlir_module_duration",  # also on a persistent-cache hit
-           "/jax/core/compile/backend_compile_duration")
-
-
-def _on_duration(event, duration, **kwargs):
-    if _LISTENING[0] and event in _EVENTS:
-        _COMPILES.append(duration)
-
-
-jax.monitoring.register_event_duration_secs_listener(_on_duration)
-
-
-def _compilations(fn):
-    """``(fn(), number of programs lowered or compiled while it ran)``."""
-    _COMPILES.clear()
-    _LISTENING[0] = True
-    try:
-        out = jax.block_until_ready(fn())
-    finally:
-        _LISTENING[0] = False
-    return out, len(_COMPILES)
-
 
 @pytest.mark.parametrize("dtype", [np.int8, np.float32])
-def test_concatenate_and_take_match_jax_and_compile_nothing(dtype):
+def test_concatenate_and_take_match_jax_and_compile_nothing(dtype, lowered_programs):
     rng = np.random.default_rng(0)
     parts = [to_device(rng.integers(0, 5, (3, size, 7)).astype(dtype)) for size in (4, 9, 2)]
     parts.append(rng.integers(0, 5, (3, 5, 7)).astype(dtype))  # a NumPy part too
-    joined, n = _compilations(lambda: concatenate(parts, axis=1))
+    joined, n = lowered_programs(lambda: concatenate(parts, axis=1))
     assert n == 0 and isinstance(joined, jax.Array) and joined.dtype == dtype
     np.testing.assert_array_equal(joined, np.concatenate([np.asarray(p) for p in parts], 1))
-    tail, n = _compilations(lambda: take(joined, 13))
+    tail, n = lowered_programs(lambda: take(joined, 13))
     assert n == 0 and tail.shape == (3, 7, 7)
     np.testing.assert_array_equal(tail, np.asarray(joined)[:, 13:])
-    middle, n = _compilations(lambda: take(joined, 2, 11))
+    middle, n = lowered_programs(lambda: take(joined, 2, 11))
     assert n == 0
     np.testing.assert_array_equal(middle, np.asarray(joined)[:, 2:11])
-    rows, n = _compilations(lambda: take(joined, 1, axis=0))
+    rows, n = lowered_programs(lambda: take(joined, 1, axis=0))
     assert n == 0
     np.testing.assert_array_equal(rows, np.asarray(joined)[1:])
     assert take(joined, 0, joined.shape[1]) is joined
     # the check itself: JAX's eager concatenate of a new shape does compile
-    _, n = _compilations(lambda: jnp.concatenate(parts[:2] + [parts[0]], axis=1))
+    _, n = lowered_programs(lambda: jnp.concatenate(parts[:2] + [parts[0]], axis=1))
     assert n >= 1
 
 

@@ -268,7 +268,8 @@ def test_auto_beta_leaves_the_ordered_phase_and_nothing_else(topic, collapses):
 
 
 def test_collapse_check_and_folds():
-    from graphssl.inference.optimize.potts_beta import class_folds, collapsed_classes
+    from graphssl.inference.optimize.potts_beta import class_folds
+    from graphssl.inference.ordered_phase import collapsed_classes
 
     labels = np.full(600, -1)
     labels[:60] = np.repeat([0, 1, 2], 20)

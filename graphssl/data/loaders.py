@@ -230,7 +230,7 @@ def load_csv(path, label_column, *, delimiter: str = ",", unlabeled=("", "-1", "
         rows = [r for r in csv.reader(fh, delimiter=delimiter) if r and any(c.strip() for c in r)]
     if not rows:
         raise ValueError(f"path {str(path)!r} holds no rows")
-    header = None if all(_is_number(c) or c.strip() in unlabeled for c in rows[0]) else rows[0]
+    header = None if all(is_number(c) or c.strip() in unlabeled for c in rows[0]) else rows[0]
     body = rows[1:] if header is not None else rows
     width = len(rows[0])
     col = _label_column_index(label_column, header, width)
@@ -244,14 +244,22 @@ def load_csv(path, label_column, *, delimiter: str = ",", unlabeled=("", "-1", "
         except ValueError as err:
             raise ValueError(f"row {lineno} of {path}: non-numeric feature ({err}); encode "
                              "categorical columns numerically first") from None
+    y, classes = encode_label_strings(labels, unlabeled)
+    return Dataset(X=np.asarray(feats, dtype=np.float64).reshape(len(body), width - 1), y=y,
+                   name=path.stem, classes=classes, description=f"user file {path}")
+
+
+def encode_label_strings(labels: list[str], unlabeled) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, classes)``: label strings -> indices into the sorted distinct names (numbers
+    compared as numbers), ``-1`` for the ``unlabeled`` markers (used by :func:`load_csv` and
+    the CLI's ``--labels`` file)."""
     names = sorted({lab for lab in labels if lab not in unlabeled}, key=_label_key)
     index = {lab: k for k, lab in enumerate(names)}
-    y = np.array([index.get(lab, -1) for lab in labels], dtype=np.int64)
-    return Dataset(X=np.asarray(feats, dtype=np.float64).reshape(len(body), width - 1), y=y,
-                   name=path.stem, classes=np.array(names), description=f"user file {path}")
+    return np.array([index.get(lab, -1) for lab in labels], dtype=np.int64), np.array(names)
 
 
-def _is_number(text: str) -> bool:
+def is_number(text: str) -> bool:
+    """Whether ``text`` parses as a float."""
     try:
         float(text)
     except ValueError:
@@ -260,7 +268,7 @@ def _is_number(text: str) -> bool:
 
 
 def _label_key(label: str):
-    return (0, float(label), label) if _is_number(label) else (1, 0.0, label)
+    return (0, float(label), label) if is_number(label) else (1, 0.0, label)
 
 
 def _label_column_index(label_column, header, width) -> int:

@@ -266,11 +266,8 @@ class PottsClassifier(GraphSSLClassifier):
         """``beta="auto"``: keep the fit unless its classes show the ordered phase; then the
         held-out-accuracy check of :func:`~graphssl.inference.optimize.potts_beta.
         cross_validated_beta` may lower beta (and the fit is redone there)."""
-        from graphssl.inference.optimize.potts_beta import (
-            BetaSelection,
-            collapsed_classes,
-            cross_validated_beta,
-        )
+        from graphssl.inference.optimize.potts_beta import BetaSelection, cross_validated_beta
+        from graphssl.inference.ordered_phase import collapsed_classes
 
         flagged = collapsed_classes(np.asarray(modes), labels, n_classes)
         self.beta_selection_ = BetaSelection(self.beta_, flagged.tolist())

@@ -123,7 +123,8 @@ def test_rao_blackwell_marginals_match_enumeration_with_less_spread(models, refe
         rao_blackwell_marginals(model, labels[0, :, :5])
 
 
-def test_runs_of_other_lengths_share_one_compiled_program(kernels, models, reference):
+def test_runs_of_other_lengths_share_one_compiled_program(kernels, models, reference,
+                                                         lowered_programs):
     """The number of draws is an argument of the chain program (its outputs are buffers of a
     bucketed length, cut back on the host): after the module's run of N_SAMPLES draws, runs
     of other lengths in its bucket from the same kernel and model lower no new program, and
@@ -137,24 +138,13 @@ def test_runs_of_other_lengths_share_one_compiled_program(kernels, models, refer
     lengths = (N_SAMPLES - 43, N_SAMPLES - 1)
     assert {_draw_capacity(n, per_draw) for n in (*lengths, N_SAMPLES)} == {384}
     kernel, model = kernels["chromatic"], models[(True, True)]
-    lowered, listening = [], [True]
-
-    def on_duration(event, duration, **kwargs):
-        if listening[0] and event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
-            lowered.append(duration)
-
-    jax.monitoring.register_event_duration_secs_listener(on_duration)
-    try:
-        for n in lengths:
-            lowered.clear()
-            run = sample_chains(kernel, model, jax.random.key(4), n_chains=N_CHAINS,
-                                n_samples=n, burn_in=BURN_IN)
-            assert not lowered, f"{n} draws lowered {len(lowered)} programs"
-            assert run.labels.shape == (N_CHAINS, n, 8) and run.energy.shape == (N_CHAINS, n)
-            np.testing.assert_array_equal(run.labels, reference.labels[:, :n])
-            np.testing.assert_array_equal(run.energy, reference.energy[:, :n])
-    finally:
-        listening[0] = False  # the listener stays registered (JAX has no public removal)
+    for n in lengths:
+        run, lowered = lowered_programs(lambda n=n: sample_chains(
+            kernel, model, jax.random.key(4), n_chains=N_CHAINS, n_samples=n, burn_in=BURN_IN))
+        assert not lowered, f"{n} draws lowered {lowered} programs"
+        assert run.labels.shape == (N_CHAINS, n, 8) and run.energy.shape == (N_CHAINS, n)
+        np.testing.assert_array_equal(run.labels, reference.labels[:, :n])
+        np.testing.assert_array_equal(run.energy, reference.energy[:, :n])
 
 
 def test_thinning_and_argument_errors(kernels, models):

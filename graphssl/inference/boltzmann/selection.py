@@ -36,7 +36,7 @@ than one standard error (those that do carry labels), the one of highest prior d
 one whose chains are not in the ordered phase: a point where some class holds more of the
 unobserved nodes than its labelled count makes plausible (above the ``1 - 10^-3 / C``
 quantile of its share's posterior ``Beta(n_c + 1, L - n_c + 1)``, the Potts estimator's
-check, :func:`~graphssl.inference.optimize.potts_beta.plausible_share_limits`) comes
+check, :func:`~graphssl.inference.ordered_phase.plausible_share_limits`) comes
 after every point that is not. (CV) cannot see that sweep: it scores the labelled points
 only (breast_cancer, split 1 of 10 labels a class, seed 2: the rule took ``alpha_0 =
 -0.5``, where ~91 % of the nodes took one class, test accuracy 0.636).  Past the point where every
@@ -62,7 +62,8 @@ import numpy as np
 from graphssl._device import to_device
 from graphssl._progress import StepTimer
 from graphssl.inference.boltzmann.criteria import held_out_log_prob, merge_gain
-from graphssl.inference.optimize.potts_beta import plausible_share_limits
+from graphssl.inference.optimize.logistic import stratified_folds
+from graphssl.inference.ordered_phase import plausible_share_limits
 from graphssl.models.boltzmann import (
     BoltzmannMRF,
     ExtendedParams,
@@ -140,7 +141,7 @@ class GridResult(NamedTuple):
     nodes in the all-labels fold's draws (NaN where the path stopped before);
     ``ordered``: ``bool[offsets, grid]``, True where some class's share exceeds what the
     labelled counts make plausible
-    (:func:`~graphssl.inference.optimize.potts_beta.plausible_share_limits`).
+    (:func:`~graphssl.inference.ordered_phase.plausible_share_limits`).
     """
 
     theta: ExtendedParams
@@ -205,19 +206,13 @@ def gamma_for_noise(noise: float, n_classes: int) -> float:
 def cross_validation_folds(labels, n_folds: int, seed: int = 0) -> np.ndarray:
     """``int[n]``: fold ``0..K-1`` of each labelled point (stratified: each class's points
     shuffled with ``seed`` and dealt in turn), ``-1`` for unlabelled ones; ``K`` is cut to
-    the smallest class count (at least 2)."""
+    the smallest class count (at least 2); the dealing is
+    :func:`~graphssl.inference.optimize.logistic.stratified_folds`'s."""
     labels = np.asarray(labels)
     counts = np.bincount(labels[labels >= 0])
     counts = counts[counts > 0]
     k = int(max(2, min(n_folds, counts.min() if counts.size else 2)))
-    fold = np.full(labels.shape, -1, dtype=np.int64)
-    rng = np.random.default_rng(seed)
-    offset = 0
-    for c in np.unique(labels[labels >= 0]):
-        members = rng.permutation(np.flatnonzero(labels == c))
-        fold[members] = (offset + np.arange(members.size)) % k
-        offset += members.size
-    return fold
+    return stratified_folds(labels, k, seed)
 
 
 # --------------------------------------------------------------------------- the engine

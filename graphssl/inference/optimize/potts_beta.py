@@ -34,9 +34,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.stats import beta as beta_distribution
 
 from graphssl.inference.optimize.mean_field import mean_field_labels, naive_mean_field
+from graphssl.inference.ordered_phase import collapsed_classes, plausible_share_limits
 
 __all__ = ["BetaCrossValidation", "BetaSelection", "collapsed_classes", "class_folds",
            "cross_validated_beta", "plausible_share_limits", "BETA_FACTORS"]
@@ -69,37 +69,6 @@ class BetaSelection(NamedTuple):
     beta_nmfB: float
     flagged_classes: list
     cross_validation: BetaCrossValidation | None = None
-
-
-def collapsed_classes(predicted, labels, n_classes: int, alpha: float = 1e-3) -> np.ndarray:
-    """Classes whose share of the unlabelled predictions is implausibly large (check 1).
-
-    Args:
-      predicted: ``int[n]`` predicted classes of every node.
-      labels: ``int[n]`` with ``-1`` for unlabelled.
-      n_classes: ``q``.
-      alpha: family-wise level; each class is tested at ``alpha / q``.
-    Returns:
-      ``int[...]``: the flagged classes (empty when the solution looks disordered enough).
-    """
-    labels = np.asarray(labels)
-    free = labels < 0
-    if not free.any():
-        return np.zeros(0, np.int64)
-    share = np.bincount(np.asarray(predicted)[free], minlength=n_classes) / free.sum()
-    return np.flatnonzero(share > plausible_share_limits(labels, n_classes, alpha))
-
-
-def plausible_share_limits(labels, n_classes: int, alpha: float = 1e-3) -> np.ndarray:
-    """``float[q]``: the largest share of the unlabelled nodes each class can plausibly hold
-    given the labelled counts ``n_c`` (of ``L``): the ``1 - alpha / q`` quantile of
-    ``Beta(n_c + 1, L - n_c + 1)``, the posterior of the class's share under a uniform prior.
-    A larger share is the ordered phase's signature (:func:`collapsed_classes`; also the
-    Boltzmann MRF's coupling grid, :mod:`graphssl.inference.boltzmann.selection`)."""
-    labels = np.asarray(labels)
-    counts = np.bincount(labels[labels >= 0], minlength=n_classes).astype(float)
-    total = counts.sum()
-    return beta_distribution.isf(alpha / n_classes, counts + 1.0, total - counts + 1.0)
 
 
 def class_folds(labels, n_folds: int, seed: int = 0) -> np.ndarray:
