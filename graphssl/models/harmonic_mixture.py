@@ -64,8 +64,25 @@ COVARIANCE_TYPES = ("full", "diag", "spherical")
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
+class _MixtureShapes:
+    """What both mixtures of Sec. 2 answer alike: their component and class counts (read off
+    ``log_weights [M]`` and ``log_label_probs [M, C]``) and ``log p(m | x_i)``."""
+
+    @property
+    def n_components(self) -> int:
+        return int(self.log_weights.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.log_label_probs.shape[1])
+
+    def log_responsibilities(self, X) -> jax.Array:
+        """``log p(m | x_i)``, float[n, M] (:func:`log_responsibilities`)."""
+        return log_responsibilities(self, X)
+
+
 @dataclasses.dataclass(frozen=True)
-class GaussianMixture:
+class GaussianMixture(_MixtureShapes):
     """Gaussian mixture theta = {(gamma_m, lambda_m, eta_m)} of Sec. 2.1.
 
     Shapes: ``log_weights [M]``, ``means [M, D]``, ``covariances`` ``[M, D, D]`` (full),
@@ -79,21 +96,9 @@ class GaussianMixture:
     log_label_probs: jax.Array
     covariance_type: str = dataclasses.field(default="full", metadata=dict(static=True))
 
-    @property
-    def n_components(self) -> int:
-        return int(self.log_weights.shape[0])
-
-    @property
-    def n_classes(self) -> int:
-        return int(self.log_label_probs.shape[1])
-
-    def log_responsibilities(self, X) -> jax.Array:
-        """``log p(m | x_i)``, float[n, M] (:func:`log_responsibilities`)."""
-        return log_responsibilities(self, X)
-
 
 @dataclasses.dataclass(frozen=True)
-class MultinomialMixture:
+class MultinomialMixture(_MixtureShapes):
     """Multinomial (bag-of-words) mixture for count data (Sec. 4.4; Nigam et al. 2000).
 
     Shapes: ``log_weights [M]``, ``log_word_probs [M, V]`` (rows sum to one in probability),
@@ -104,18 +109,6 @@ class MultinomialMixture:
     log_weights: jax.Array
     log_word_probs: jax.Array
     log_label_probs: jax.Array
-
-    @property
-    def n_components(self) -> int:
-        return int(self.log_weights.shape[0])
-
-    @property
-    def n_classes(self) -> int:
-        return int(self.log_label_probs.shape[1])
-
-    def log_responsibilities(self, X) -> jax.Array:
-        """``log p(m | x_i)``, float[n, M] (:func:`log_responsibilities`)."""
-        return log_responsibilities(self, X)
 
 
 jax.tree_util.register_dataclass(
