@@ -109,6 +109,14 @@ def _check_prior(prior, n, n_classes):
     return h / np.maximum(h.sum(axis=1, keepdims=True), 1e-300)
 
 
+def _labels_and_prior(labels, prior, n, n_classes):
+    """``(labels int64[n], C, prior h float[n, C] checked, labelled indices)``: what the
+    solvers with a prior start from (``C`` = max label + 1 unless ``n_classes``)."""
+    labels = np.asarray(labels, dtype=np.int64)
+    C = int(labels.max()) + 1 if n_classes is None else int(n_classes)
+    return labels, C, _check_prior(prior, n, C), np.flatnonzero(labels >= 0)
+
+
 def harmonic_with_prior(graph, labels, prior, eta: float, *, n_classes: int | None = None,
                         method: str = "auto", tol: float = 1e-8,
                         normalize_graph: bool = False) -> np.ndarray:
@@ -132,11 +140,7 @@ def harmonic_with_prior(graph, labels, prior, eta: float, *, n_classes: int | No
     W = _adjacency(graph)
     if normalize_graph:
         W = _normalized_adjacency(W)
-    labels = np.asarray(labels, dtype=np.int64)
-    n = W.shape[0]
-    C = int(labels.max()) + 1 if n_classes is None else int(n_classes)
-    h = _check_prior(prior, n, C)
-    lab = np.flatnonzero(labels >= 0)
+    labels, C, h, lab = _labels_and_prior(labels, prior, W.shape[0], n_classes)
     degrees = np.asarray(W.sum(axis=1)).ravel()
     f = h.copy()  # degree-0 unlabelled nodes: only their dongle, f = h
     f[lab] = np.eye(C)[labels[lab]]
@@ -173,11 +177,8 @@ def lgc_with_prior(graph, labels, prior, rho: float, *, alpha: float = 0.99,
         raise ValueError(f"rho: the prior's weight must be > 0, got {rho}")
     method = "auto" if method == "iterate" else method
     W = _adjacency(graph)
-    labels = np.asarray(labels, dtype=np.int64)
     n = W.shape[0]
-    C = int(labels.max()) + 1 if n_classes is None else int(n_classes)
-    h = _check_prior(prior, n, C)
-    lab = np.flatnonzero(labels >= 0)
+    labels, C, h, lab = _labels_and_prior(labels, prior, n, n_classes)
     Y = h.copy()
     Y[lab] = np.eye(C)[labels[lab]]
     c = np.full(n, float(rho))
