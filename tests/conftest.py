@@ -1,9 +1,11 @@
 """Test-suite setup: float64 for reference checks, shared data location."""
 
 import atexit
+import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 # One compilation cache for the whole run, in a temporary folder: the first process to load
@@ -50,6 +52,50 @@ def _on_compile_event(event, duration, **kwargs):
 
 
 jax.monitoring.register_event_duration_secs_listener(_on_compile_event)  # once: no removal
+
+
+# --compile-census DIR: one JSON line per test (its wall seconds and the seconds JAX spent
+# tracing, lowering and compiling in this process while it ran), one file per test process;
+# benchmarks/suite_census.py sums them by file. Where the suite's time goes.
+_CENSUS_EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace_s",
+                  _LOWERING_EVENT: "lower_s",
+                  "/jax/core/compile/backend_compile_duration": "compile_s"}
+_census_seconds: dict[str, float] | None = None
+
+
+def _on_census_event(event, duration, **kwargs):
+    if _census_seconds is not None and event in _CENSUS_EVENTS:
+        key = _CENSUS_EVENTS[event]
+        _census_seconds[key] = _census_seconds.get(key, 0.0) + duration
+
+
+jax.monitoring.register_event_duration_secs_listener(_on_census_event)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--compile-census", metavar="DIR", default=None,
+                     help="write each test's wall seconds and JAX tracing / lowering / XLA "
+                          "compilation seconds to DIR/tests-<pid>.jsonl "
+                          "(benchmarks/suite_census.py DIR sums them by file)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    global _census_seconds
+    folder = item.config.getoption("--compile-census")
+    if not folder:
+        yield
+        return
+    _census_seconds = {}
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        record = {"test": item.nodeid, "wall_s": time.perf_counter() - start, **_census_seconds}
+        _census_seconds = None
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        with open(Path(folder) / f"tests-{os.getpid()}.jsonl", "a") as fh:
+            fh.write(json.dumps(record) + "\n")
 
 
 @pytest.fixture(scope="session")
