@@ -46,14 +46,6 @@ _LOWERING_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"  # persisten
 _lowered_while_listening: list[float] | None = None
 
 
-def _on_compile_event(event, duration, **kwargs):
-    if _lowered_while_listening is not None and event == _LOWERING_EVENT:
-        _lowered_while_listening.append(duration)
-
-
-jax.monitoring.register_event_duration_secs_listener(_on_compile_event)  # once: no removal
-
-
 # --compile-census DIR: one JSON line per test (its wall seconds and the seconds JAX spent
 # tracing, lowering and compiling in this process while it ran), one file per test process;
 # benchmarks/suite_census.py sums them by file. Where the suite's time goes.
@@ -63,13 +55,17 @@ _CENSUS_EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "trace_s",
 _census_seconds: dict[str, float] | None = None
 
 
-def _on_census_event(event, duration, **kwargs):
+def _on_compile_event(event, duration, **kwargs):
+    """The one JAX listener of the run (JAX has no public removal): feeds
+    ``lowered_programs`` and the census when either is listening."""
+    if _lowered_while_listening is not None and event == _LOWERING_EVENT:
+        _lowered_while_listening.append(duration)
     if _census_seconds is not None and event in _CENSUS_EVENTS:
         key = _CENSUS_EVENTS[event]
         _census_seconds[key] = _census_seconds.get(key, 0.0) + duration
 
 
-jax.monitoring.register_event_duration_secs_listener(_on_census_event)
+jax.monitoring.register_event_duration_secs_listener(_on_compile_event)
 
 
 def pytest_addoption(parser):
