@@ -661,3 +661,26 @@ def _assert_map_is_lowest_energy_found(clf):
     observed = np.asarray(model.observed)
     codes = np.searchsorted(clf.classes_, clf.map_labels_)
     assert np.all(codes[observed] == np.asarray(model.labels)[observed])
+
+
+def test_log_gamma_table_is_every_count_the_joint_needs():
+    """The samplers read log-gamma from the model's table (``log_gamma_table``): rows
+    ``log k!``, ``log G(k + alpha/m)``, ``log G(k + alpha)`` for k = 0..m, equal to
+    scipy's; ``replace(alpha=...)`` brings the new alpha's table, and a traced alpha (a
+    numpyro program's) tabulates the same values in JAX."""
+    from scipy.special import gammaln
+
+    model = _model()
+    m, alpha = model.n_nodes, float(model.alpha)
+    k = np.arange(m + 1, dtype=np.float64)
+    expected = gammaln(k[None, :] + np.array([1.0, alpha / m, alpha])[:, None])
+    np.testing.assert_allclose(np.asarray(model.log_gamma), expected, rtol=1e-14, atol=1e-14)
+    counts = jnp.array([0, 3, m])
+    np.testing.assert_allclose(dm.log_gamma_components(model, counts),
+                               gammaln(np.array([0, 3, m]) + alpha / m), rtol=1e-14)
+    other = model.replace(alpha=2.5)
+    np.testing.assert_allclose(dm.log_gamma_classes(other, counts),
+                               gammaln(np.array([0, 3, m]) + 2.5), rtol=1e-14)
+    traced = jax.jit(lambda a: model.replace(alpha=a).log_gamma)(2.5)
+    np.testing.assert_allclose(np.asarray(traced), np.asarray(other.log_gamma), rtol=1e-12,
+                               atol=1e-12)

@@ -39,6 +39,7 @@ Everything here is a pure function; the samplers live in
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import NamedTuple
 
 import jax
@@ -63,6 +64,10 @@ __all__ = [
     "diffusion_pmfs_for_taus",
     "normalized_laplacian_table",
     "sufficient_statistics",
+    "log_gamma_table",
+    "log_factorial",
+    "log_gamma_components",
+    "log_gamma_classes",
     "log_joint_terms",
     "log_joint",
     "log_joint_delta",
@@ -88,9 +93,11 @@ class DirichletDiffusionMixture:
     ``laplacian_diagonal`` float[m] (the sparse L; rows padded with the node's own index and
     0 to the width :func:`graphssl.graph.core.bucket_width`); ``log_eta`` float[C]; scalars
     ``alpha``, ``gamma``, ``balance`` (1 = Eq. 5, 0 = the ablation ``prod_i eta_{y_i}``);
-    ``observed`` bool[m]; ``labels`` int32[m]; ``prepared``: tables an inference kernel
-    derives once per run from the fields above (its ``prepare``; e.g. the fused sweep's
-    padded tables), None otherwise. Static: ``n_classes``.
+    ``observed`` bool[m]; ``labels`` int32[m]; ``log_gamma`` float[3, m + 1] (the
+    log-gamma values every count of the joint needs, :func:`log_gamma_table`; follows
+    ``alpha``); ``prepared``: tables an inference kernel derives once per run from the fields
+    above (its ``prepare``; e.g. the fused sweep's padded tables), None otherwise. Static:
+    ``n_classes``.
     """
 
     log_diffusion: jax.Array
@@ -104,6 +111,7 @@ class DirichletDiffusionMixture:
     balance: jax.Array
     observed: jax.Array
     labels: jax.Array
+    log_gamma: jax.Array
     n_classes: int = dataclasses.field(metadata=dict(static=True))
     prepared: object = None
 
@@ -184,14 +192,18 @@ class DirichletDiffusionMixture:
             balance=arr(1.0 if balance else 0.0),
             observed=jnp.asarray(labels >= 0),
             labels=jnp.asarray(np.where(labels >= 0, labels, 0), dtype=jnp.int32),
+            log_gamma=log_gamma_table(alpha, m, dtype),
             n_classes=int(n_classes),
         )
 
     def replace(self, **changes) -> DirichletDiffusionMixture:
-        """A copy with some fields changed (e.g. ``gamma``, ``balance``, ``alpha``)."""
+        """A copy with some fields changed (e.g. ``gamma``, ``balance``, ``alpha``; a new
+        ``alpha`` brings its :func:`log_gamma_table`)."""
         dtype = self.alpha.dtype
         changes = {k: (jnp.asarray(v, dtype) if k in ("alpha", "gamma", "balance") else v)
                    for k, v in changes.items()}
+        if "alpha" in changes and "log_gamma" not in changes:
+            changes["log_gamma"] = log_gamma_table(changes["alpha"], self.n_nodes, dtype)
         return dataclasses.replace(self, **changes)
 
     def log_joint(self, y, beta) -> jax.Array:
@@ -214,6 +226,48 @@ jax.tree_util.register_dataclass(
                  if f.name != "n_classes"],
     meta_fields=["n_classes"],
 )
+
+
+# ----------------------------------------------------------------------------- log-gamma
+
+
+def log_gamma_table(alpha, n_nodes: int, dtype) -> jax.Array:
+    """``[log k!, log G(k + alpha/m), log G(k + alpha)]`` for k = 0..m: float[3, m + 1].
+
+    Every log-gamma of the joint (Eqs. 5, 6) and of the moves' acceptance ratios is one of
+    these at an integer count k <= m, so the samplers read the table (:func:`log_factorial`,
+    :func:`log_gamma_components`, :func:`log_gamma_classes`) instead of evaluating log-gamma
+    inside the chain. Measured: JAX's log-gamma lowers to ~500 operations per call site, and the
+    joint, the component flip and the split-merge moves have a dozen sites; with the table the
+    CPU compilation of a Gibbs-only chain of the grid estimator fell from 6.6 s to 2.6 s
+    (60 nodes). A concrete ``alpha`` is tabulated on the host (``scipy.special.gammaln`` in
+    float64); a traced one (a numpyro program's) with ``jax.scipy.special.gammaln``."""
+    m = int(n_nodes)
+    if isinstance(alpha, jax.core.Tracer):
+        k = jnp.arange(m + 1, dtype=dtype)
+        offsets = jnp.stack([jnp.ones((), dtype), alpha / m, alpha]).astype(dtype)
+        return gammaln(k[None, :] + offsets[:, None])
+    from scipy.special import gammaln as host_gammaln
+
+    a = float(alpha)
+    k = np.arange(m + 1, dtype=np.float64)
+    table = host_gammaln(k[None, :] + np.array([1.0, a / m, a])[:, None])
+    return jnp.asarray(table, dtype=dtype)
+
+
+def log_factorial(model, counts) -> jax.Array:
+    """``log counts!`` (``counts`` integers in 0..m) from the model's :func:`log_gamma_table`."""
+    return model.log_gamma[0, counts]
+
+
+def log_gamma_components(model, counts) -> jax.Array:
+    """``log G(counts + alpha/m)`` (Eq. 6's component terms) from :func:`log_gamma_table`."""
+    return model.log_gamma[1, counts]
+
+
+def log_gamma_classes(model, counts) -> jax.Array:
+    """``log G(counts + alpha)`` (Eq. 6's class normaliser) from :func:`log_gamma_table`."""
+    return model.log_gamma[2, counts]
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -264,16 +318,15 @@ def log_joint_terms(model, y, beta, stats: MixtureStats | None = None) -> Mixtur
     """The log potentials of Sec. 3.5 from sufficient statistics (O(m C + m) given ``stats``)."""
     stats = sufficient_statistics(model, y, beta) if stats is None else stats
     dtype = model.alpha.dtype
-    m = model.n_nodes
-    c = stats.class_counts.astype(dtype)
-    cjl = stats.component_counts.astype(dtype)
-    a_m = model.alpha / m
+    counts = stats.class_counts
+    c = counts.astype(dtype)
     onehot = jax.nn.one_hot(y, model.n_classes, dtype=dtype)
     return MixtureTerms(
-        balance=c * model.log_eta - model.balance * gammaln(c + 1.0),
+        balance=c * model.log_eta - model.balance * log_factorial(model, counts),
         mrf=-model.gamma * onehot * stats.laplacian_indicators,
-        components=gammaln(cjl + a_m) - gammaln(a_m),
-        class_norm=gammaln(model.alpha) - gammaln(c + model.alpha),
+        components=(log_gamma_components(model, stats.component_counts)
+                    - log_gamma_components(model, 0)),
+        class_norm=log_gamma_classes(model, 0) - log_gamma_classes(model, counts),
         likelihood=jnp.take_along_axis(model.log_diffusion, beta[:, None], axis=1)[:, 0],
     )
 
@@ -341,12 +394,10 @@ def move_block(model, stats: MixtureStats, y, block, j, l, j_new, l_new, log_lik
     classes = jnp.stack([j, j_new])
 
     def class_terms(c):
-        c = c.astype(dtype)
-        return (c * model.log_eta[classes] - model.balance * gammaln(c + 1.0)
-                - gammaln(c + model.alpha))
+        return (c.astype(dtype) * model.log_eta[classes]
+                - model.balance * log_factorial(model, c) - log_gamma_classes(model, c))
 
-    a_m = model.alpha / model.n_nodes
-    component_term = lambda c: gammaln(c.astype(dtype) + a_m)  # noqa: E731
+    component_term = functools.partial(log_gamma_components, model)
     log_target = (jnp.sum(class_terms(counts[classes]) - class_terms(stats.class_counts[classes]))
                   + component_term(comp[j, l]) - component_term(stats.component_counts[j, l])
                   + component_term(comp[j_new, l_new])

@@ -3,6 +3,7 @@ kernel's code path, so the exactness check (``exactness.py``) must reject it.
 
 * ``scaled_logits``: sequential Gibbs whose conditional logits are multiplied by 0.97;
 * ``skip_colour``: chromatic Gibbs that skips its first colour class;
+* ``skip_stacked_colour``: the stacked layout's sweep (its real code) without its first row;
 * ``synchronous``: Gibbs updating all nodes at once from the old labels (not chromatic);
 * ``weak_bonds``: Swendsen–Wang bonding with ``1 - exp(-0.97 J)``;
 * ``no_hastings``: Metropolis–Hastings with an asymmetric proposal, Hastings ratio dropped.
@@ -16,7 +17,13 @@ import numpy as np
 
 from graphssl.inference import LabelState, metropolis_hastings, sequential_gibbs, swendsen_wang
 from graphssl.inference.coloring import color_classes, greedy_coloring
-from graphssl.inference.mcmc.gibbs import GibbsInfo, _update
+from graphssl.inference.mcmc.gibbs import (
+    GibbsInfo,
+    _stacked_classes,
+    _stacked_layout,
+    _stacked_sweep,
+    _update,
+)
 from graphssl.inference.mcmc.kernels import Kernel, pairwise_check, pairwise_init
 from graphssl.models.protocol import PairwiseTables, pairwise_tables
 
@@ -61,6 +68,20 @@ def skip_colour(graph) -> Kernel:
         keys = jax.random.split(key, len(classes))
         for nodes, k in zip(classes[1:], keys[1:], strict=True):
             labels = _update(t, observed, k, labels, nodes)
+        return state._replace(labels=labels), GibbsInfo()
+
+    return Kernel(pairwise_init, step, None, pairwise_check)
+
+
+def skip_stacked_colour(graph) -> Kernel:
+    """The stacked chromatic sweep (``layout="stacked"``, its own functions) with the first
+    row of the stacked colour classes dropped, as an off-by-one loop bound would."""
+    classes = jnp.asarray(_stacked_classes(greedy_coloring(graph)))
+
+    def step(model, key, state):
+        observed = jnp.asarray(model.observed, bool)
+        layout = _stacked_layout(pairwise_tables(model), observed, classes)
+        labels = _stacked_sweep(tuple(x[1:] for x in layout), key, state.labels, classes[1:])
         return state._replace(labels=labels), GibbsInfo()
 
     return Kernel(pairwise_init, step, None, pairwise_check)

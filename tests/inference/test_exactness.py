@@ -35,6 +35,7 @@ KERNELS = {
     "sequential": lambda g: sequential_gibbs(),
     "chromatic_bucketed": lambda g: chromatic_gibbs(g, layout="bucketed"),
     "chromatic_padded": lambda g: chromatic_gibbs(g, layout="padded"),
+    "chromatic_stacked": lambda g: chromatic_gibbs(g, layout="stacked"),
     "swendsen_wang": lambda g: swendsen_wang(),
     "swendsen_wang_graph": lambda g: swendsen_wang(g),
     "chromatic+perm": lambda g: compose(chromatic_gibbs(g), permutation_move()),

@@ -127,6 +127,30 @@ def test_sample_categorical_columns_law():
     assert freq[2] == 0.0
 
 
+def test_stacked_classes_pad_past_the_last_node():
+    """Every colour class is one row, padded with distinct indices past the last node (reads
+    are clipped, writes dropped), so each row is sorted and free of repeats."""
+    from graphssl.inference.mcmc.gibbs import _stacked_classes
+
+    colors = np.array([0, 1, 0, 2, 1, 0])
+    table = _stacked_classes(colors)
+    np.testing.assert_array_equal(table, [[0, 2, 5], [1, 4, 6], [3, 6, 7]])
+
+
+def test_auto_layout_is_stacked_on_a_small_graph_on_cpu(models, monkeypatch):
+    """``layout="auto"`` on a CPU: the stacked layout up to STACKED_MAX_NODES nodes (one
+    compiled body whatever the colouring), the bucketed one above."""
+    from graphssl.inference.mcmc import gibbs
+
+    graph = models[(False, False)].graph
+    assert jax.default_backend() == "cpu"
+    stacked = gibbs.chromatic_gibbs(graph).step.args[0][2]
+    assert stacked is not None and stacked.shape[1] < graph.n_nodes
+    monkeypatch.setattr(gibbs, "STACKED_MAX_NODES", graph.n_nodes - 1)
+    plan, _, none = gibbs.chromatic_gibbs(graph).step.args[0]
+    assert none is None and plan is not None
+
+
 def test_chromatic_layout_arguments(models):
     graph = models[(False, False)].graph
     with pytest.raises(ValueError, match="layout"):
@@ -134,21 +158,28 @@ def test_chromatic_layout_arguments(models):
     with pytest.raises(ValueError, match="n_buckets"):
         chromatic_gibbs(graph, n_buckets=0)
     other = random_graph(graph.n_nodes, 0.6, seed=9)
-    kernel = chromatic_gibbs(other)
+    kernel = chromatic_gibbs(other, layout="bucketed")
     with pytest.raises(ValueError, match="model's own graph"):
         kernel.init(models[(False, False)], jax.random.key(0))
+    # the stacked layout reads the model's own tables: any colouring that separates the
+    # model's coupled pairs will do, and one that does not is refused
+    sparse = random_graph(graph.n_nodes, 0.05, seed=9)
+    with pytest.raises(ValueError, match="share a colour"):
+        chromatic_gibbs(sparse, layout="stacked").init(models[(False, False)],
+                                                       jax.random.key(0))
 
 
-def test_prepared_model_gives_the_same_sweep(models):
-    """``Kernel.prepare`` gathers the couplings into bucket layout once per run; a step on the
-    prepared model is the same transition (same key, same labels) as on the plain one, also
-    inside ``compose``, and the prepared model still answers the model protocol."""
+@pytest.mark.parametrize("layout", ["bucketed", "stacked"])
+def test_prepared_model_gives_the_same_sweep(models, layout):
+    """``Kernel.prepare`` gathers the couplings into bucket (or stacked) layout once per run; a
+    step on the prepared model is the same transition (same key, same labels) as on the plain
+    one, also inside ``compose``, and the prepared model still answers the model protocol."""
     from graphssl.inference import compose, permutation_move
     from graphssl.inference.mcmc.gibbs import PreparedModel
     from graphssl.inference.mcmc.kernels import prepared
 
     model = models[(True, True)]
-    kernel = chromatic_gibbs(model.graph, layout="bucketed")
+    kernel = chromatic_gibbs(model.graph, layout=layout)
     assert kernel.prepare is not None
     ready = prepared(kernel, model)
     assert isinstance(ready, PreparedModel) and ready.n_nodes == model.n_nodes

@@ -16,6 +16,7 @@ def main():
 MUTANTS = {
     "logits_x0.97": lambda g: mutants.scaled_logits(0.97),
     "colour_class_skipped": lambda g: mutants.skip_colour(g),
+    "stacked_colour_row_skipped": lambda g: mutants.skip_stacked_colour(g),
     "synchronous_updates": lambda g: mutants.synchronous(),
     "sw_bonds_1-exp(-0.97J)": lambda g: mutants.weak_bonds(0.97),
     "mh_without_hastings_ratio": lambda g: mutants.no_hastings(),

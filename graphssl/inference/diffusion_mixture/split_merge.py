@@ -13,7 +13,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.scipy.special import gammaln
 
 from graphssl.inference.diffusion_mixture.gibbs import MixtureState
 from graphssl.inference.diffusion_mixture.proposals import (
@@ -23,6 +22,7 @@ from graphssl.inference.diffusion_mixture.proposals import (
     local_pair,
     member_slots,
 )
+from graphssl.models.diffusion_mixture import log_gamma_components
 
 __all__ = ["split_merge_move", "centred_split_merge_move"]
 
@@ -83,10 +83,10 @@ def split_merge_move(model, key, state: MixtureState):
     # the centre proposal is evaluated in the merged state: E_j there includes l2
     empty_merged = (empty | (nodes == l2)) & (nodes != l)
     log_q_target = log_d[b, l2] - jax.nn.logsumexp(jnp.where(empty_merged, log_d[b], -jnp.inf))
-    a_m = model.alpha / m
-    n_2 = jnp.sum(goes).astype(log_d.dtype)
-    n = jnp.sum(members).astype(log_d.dtype)
-    log_target = (gammaln(n - n_2 + a_m) + gammaln(n_2 + a_m) - gammaln(n + a_m) - gammaln(a_m)
+    n_2 = jnp.sum(goes)
+    n = jnp.sum(members)
+    log_target = (log_gamma_components(model, n - n_2) + log_gamma_components(model, n_2)
+                  - log_gamma_components(model, n) - log_gamma_components(model, 0)
                   + jnp.sum(jnp.where(goes, log_d[:, l2] - log_d[:, l], 0.0)))
     # log pi(split) - log pi(merged) - log q(split | merged) (merge proposal is deterministic)
     log_split = log_target - log_q_target - log_q_sub
@@ -235,11 +235,10 @@ def centred_split_merge_move(model, key, state: MixtureState, max_members: int =
     log_q_split = (log_q_sides + centre_log_q(logits_a, l_a, free)
                    + centre_log_q(logits_b, l_b, free_b))
     log_q_merge = centre_log_q(logits_u, l_u, free)
-    a_m = model.alpha / m
-    n_a = jnp.sum(side_a).astype(log_d.dtype)
-    n_b = jnp.sum(side_b).astype(log_d.dtype)
-    log_target = (gammaln(n_a + a_m) + gammaln(n_b + a_m) - gammaln(n_a + n_b + a_m)
-                  - gammaln(a_m) + logits_a[l_a] + logits_b[l_b] - logits_u[l_u])
+    n_a, n_b = jnp.sum(side_a), jnp.sum(side_b)
+    log_target = (log_gamma_components(model, n_a) + log_gamma_components(model, n_b)
+                  - log_gamma_components(model, n_a + n_b) - log_gamma_components(model, 0)
+                  + logits_a[l_a] + logits_b[l_b] - logits_u[l_u])
     log_split = log_target + log_q_merge - log_q_split
     log_ratio = jnp.where(split, log_split, -log_split)
     valid = same_class & (free_b.any() | ~split) & (slots.count <= max_members)

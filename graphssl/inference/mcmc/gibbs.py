@@ -22,6 +22,11 @@ slot-major so the per-class sums vectorise over nodes, with labels held as int8 
 sweep and the draw unrolled over classes
 (:func:`~graphssl.inference.mcmc.kernels.sample_categorical_columns`). Both layouts draw from
 the same conditionals (Eq. (25)); ``benchmarks/bench_samplers.py`` compares their speed.
+``"stacked"`` (default on CPU for graphs of at most :data:`STACKED_MAX_NODES` nodes) pads every
+colour class to the largest one and loops over the colours in one ``lax.fori_loop`` with the
+bucketed layout's slot-major arithmetic at the full width: one compiled body whatever the
+number of colours, where the two layouts above unroll one body per colour (and bucket), so
+their programs, and their compilation time, grow with the graph's colouring.
 """
 
 from __future__ import annotations
@@ -62,7 +67,14 @@ __all__ = [
     "color_classes",
     "degree_buckets",
 ]
-LAYOUTS = ("auto", "bucketed", "padded")
+LAYOUTS = ("auto", "bucketed", "padded", "stacked")
+# "auto" on a CPU: stacked up to this many nodes, bucketed above. Measured (2 CPU cores, XLA's
+# default optimisation, kNN-like graphs, 9-10 colours, 200 sweeps; the machine shared with a test
+# run): first call (compilation) 3.3-4.4 s stacked against 14-21 s bucketed at N = 300 and 2000;
+# per sweep at N = 300 stacked 94-171 us (q = 2) and 276 us (q = 10) against bucketed 98-178 and
+# 356 us; at N = 2000 0.95 / 1.32 ms against 0.61 / 1.29 ms (q = 2 / 10). Below this size the
+# compilation saved outweighs tens of thousands of slower sweeps.
+STACKED_MAX_NODES = 2048
 
 
 class GibbsInfo(NamedTuple):
@@ -76,6 +88,56 @@ def _update(tables, observed, key, labels, nodes):
     draw = sample_categorical(key, logits).astype(labels.dtype)
     new = jnp.where(observed[nodes], labels[nodes], draw)
     return labels.at[nodes].set(new, indices_are_sorted=True, unique_indices=True)
+
+
+def _stacked_classes(colors: np.ndarray) -> np.ndarray:
+    """Colour classes as rows of ``int32[n_colours, width]``, ``width`` the largest class;
+    short rows are padded with ``n, n + 1, ...`` (past the last node: read clipped, written
+    never), so every row stays sorted and free of repeats."""
+    classes = [c for c in color_classes(colors) if c.size]
+    n = colors.shape[0]
+    width = max(c.size for c in classes)
+    table = np.full((len(classes), width), n, dtype=np.int32)
+    for row, nodes in zip(table, classes, strict=True):
+        row[:nodes.size] = nodes
+        row[nodes.size:] = n + np.arange(width - nodes.size)
+    return table
+
+
+def _stacked_layout(tables, observed, classes):
+    """The tables of :func:`_stacked_sweep`, per colour and slot-major like a bucket of
+    :func:`degree_buckets` (at the full width ``d_max``): ``index_t int32[K, d, W]``,
+    ``weight_t [K, d, W]``, ``unary_t [K, q, W]`` and ``keep bool[K, W]`` (clamped nodes and
+    pad entries keep their label)."""
+    n = tables.unary.shape[0]
+    safe = jnp.minimum(classes, n - 1)
+    index_t = jnp.swapaxes(tables.neighbor_index[safe], 1, 2)
+    weight_t = jnp.swapaxes(tables.coupling[safe], 1, 2)
+    unary_t = jnp.swapaxes(tables.unary[safe], 1, 2)
+    keep = observed[safe] | (classes >= n)
+    return index_t, weight_t, unary_t, keep
+
+
+def _stacked_sweep(layout, key, labels, classes):
+    """One chromatic sweep with the colour classes stacked (:func:`_stacked_classes`): a
+    ``fori_loop`` over the K colours, each class drawn at once from its slot-major tables
+    (``layout``, :func:`_stacked_layout`; the bucketed layout's arithmetic, int8 labels);
+    pad entries read node ``n - 1`` and their writes are dropped."""
+    index_t, weight_t, unary_t, keep = layout
+    n, q = labels.shape[0], unary_t.shape[1]
+    small = jnp.int8 if q <= 127 else (jnp.int16 if q <= 32767 else jnp.int32)
+    keys = jax.random.split(key, classes.shape[0])
+
+    def colour(c, lab):
+        nodes = classes[c]
+        old = lab[jnp.minimum(nodes, n - 1)]
+        logits = _bucket_logits_t(lab, weight_t[c], unary_t[c], index_t[c])
+        draw = sample_categorical_columns(keys[c], logits).astype(small)
+        return lab.at[nodes].set(jnp.where(keep[c], old, draw), mode="drop",
+                                 indices_are_sorted=True, unique_indices=True)
+
+    lab = jax.lax.fori_loop(0, classes.shape[0], colour, labels.astype(small))
+    return lab.astype(labels.dtype)
 
 
 def _sequential_step(order, model, key, state):
@@ -191,8 +253,11 @@ def _chromatic_prepare(tables, model, *, token):
     """Once per run instead of once per sweep: the padded layout computes the model's tables;
     the bucketed one gathers couplings and fields into each bucket's class-major layout
     (:func:`_bucket_layout`)."""
-    plan, _ = tables
+    plan, _, stacked = tables
     t = pairwise_tables(model)
+    if stacked is not None:
+        observed = jnp.asarray(model.observed, dtype=bool)
+        return PreparedModel(model, _stacked_layout(t, observed, stacked), token)
     if plan is None:
         return PreparedModel(model, t, token)
     observed = jnp.asarray(model.observed, dtype=bool)
@@ -272,10 +337,12 @@ def chromatic_gibbs(
       layout: ``"bucketed"``: degree buckets of :func:`degree_buckets` read from
         ``model.pairwise_tables()`` (the model's table must be ``graph``'s);
         ``"padded"``: the conditionals of each colour class from the full-width tables;
-        ``"auto"`` (default): bucketed on a CPU (2.5x the padded rate at N = 10^5, q = 10),
-        padded on an accelerator (there the per-bucket launches cost more than the padding
-        saves: 1.2e9 vs 0.42e9 updates/s at N = 10^7, q = 10 on an H100,
-        ``benchmarks/results/bench_samplers_gpu.json``).
+        ``"stacked"``: the padded conditionals with the classes stacked and looped over in one
+        ``fori_loop`` (a program of one size whatever the colouring);
+        ``"auto"`` (default): on a CPU stacked up to :data:`STACKED_MAX_NODES` nodes and
+        bucketed above (2.5x the padded rate at N = 10^5, q = 10); padded on an accelerator
+        (there the per-bucket launches cost more than the padding saves: 1.2e9 vs 0.42e9
+        updates/s at N = 10^7, q = 10 on an H100, ``bench_samplers_gpu.json``).
       n_buckets: degree buckets per colour class (bucketed layout; 6: 2.05-2.11e7 vs 4:
         1.88e7 updates/s at N = 10^5, q = 10 on 2 CPU cores, same run).
     Exact for pairwise models: nodes of one colour are conditionally independent. ``init``
@@ -284,8 +351,12 @@ def chromatic_gibbs(
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if isinstance(n_buckets, bool) or int(n_buckets) != n_buckets or n_buckets < 1:
+        raise ValueError(f"n_buckets must be a positive integer, got {n_buckets!r}")
     if layout == "auto":
-        layout = "bucketed" if jax.default_backend() == "cpu" else "padded"
+        on_cpu = jax.default_backend() == "cpu"
+        layout = ("padded" if not on_cpu else
+                  "stacked" if graph.n_nodes <= STACKED_MAX_NODES else "bucketed")
     if colors is None:
         colors = greedy_coloring(graph)
     colors = np.asarray(colors)
@@ -306,9 +377,10 @@ def chromatic_gibbs(
         return label_init(model, key, labels)
 
     # the tables are the step's bound arguments (pytree leaves), not constants of the program
+    stacked = jnp.asarray(_stacked_classes(colors)) if layout == "stacked" else None
     tables = (None if plan is None else
               [[(jnp.asarray(rows), jnp.asarray(nb)) for rows, nb in colour] for colour in plan],
-              classes)
+              classes, stacked)
     token = next(_TOKENS)
     step = jax.tree_util.Partial(functools.partial(_chromatic_step, d_max=d_max, token=token),
                                  tables)
@@ -320,13 +392,18 @@ _TOKENS = itertools.count()
 
 
 def _chromatic_step(tables, model, key, state, *, d_max, token):
-    plan, classes = tables
+    plan, classes, stacked = tables
     if plan is not None:
         labels = _bucketed_sweep(model, key, state.labels, plan, d_max, token)
         return state._replace(labels=labels), GibbsInfo()
     t = _own_tables(model, token)
-    t = pairwise_tables(model) if t is None else t
     observed = jnp.asarray(model.observed, dtype=bool)
+    if stacked is not None:
+        layout = t if t is not None else _stacked_layout(pairwise_tables(model), observed,
+                                                          stacked)
+        labels = _stacked_sweep(layout, key, state.labels, stacked)
+        return state._replace(labels=labels), GibbsInfo()
+    t = pairwise_tables(model) if t is None else t
     labels = state.labels
     for nodes, k in zip(classes, jax.random.split(key, len(classes)), strict=False):
         labels = _update(t, observed, k, labels, nodes)
