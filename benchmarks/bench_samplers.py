@@ -14,8 +14,11 @@ both directions is stored (mean degree ~ 2k - overlaps). Weights U(0.2, 1), one 
 Potts model (graphssl.models.potts.PottsModel), zero field, 1 % of nodes clamped.
 float32 (JAX default). Writes benchmarks/results/bench_samplers_<device>.json and prints
 a table. Times are medians of repeats after a compile/warm-up call; every row records the
-1-minute load average. Gibbs rows time the default bucketed layout and the old padded layout
-(``chromatic_gibbs(..., layout="padded")``) in the same run and state bytes per update.
+1-minute load average. Gibbs rows time the bucketed layout (the CPU default above 1024 nodes),
+the padded layout (``chromatic_gibbs(..., layout="padded")``, the accelerator default) and the
+stacked layout (the CPU default up to 1024 nodes) in the same run, with each layout's first call
+(compilation + one run: what a small graph pays) and state bytes per update; e.g.
+``--only gibbs --n 300 --tag gibbs_n300`` for the small graphs the stacked layout is for.
 The PRNG is JAX's default threefry2x32 (``impl="rbg"``/``"unsafe_rbg"`` keys were not faster
 for this kernel on CPU: 0.85-1.0x).
 """
@@ -200,7 +203,8 @@ def bench_gibbs(n, q, sweeps, repeats, n_buckets=6):
     colors, t_color = coloring_of(graph)
     print(f"  colouring: {t_color:.1f} s", flush=True)
     timed = {}
-    for layout in ("bucketed", "padded"):
+    first_call = {}
+    for layout in ("bucketed", "padded", "stacked"):
         t0 = time.perf_counter()
         kernel = chromatic_gibbs(graph, colors=colors, layout=layout, n_buckets=n_buckets)
         state = kernel.init(model, jax.random.key(0))
@@ -208,6 +212,7 @@ def bench_gibbs(n, q, sweeps, repeats, n_buckets=6):
         t_build = time.perf_counter() - t0
         t = timeit(lambda r=run, st=state: r(model, jax.random.key(1), st), repeats)
         timed[layout] = (t, CPU_TIMES[-1], os.getloadavg()[0])
+        first_call[layout] = WARMUP[-1]
         print(f"  {layout} q={q}: kernel {t_build:.1f} s, first call {WARMUP[-1]:.1f} s, "
               f"{n * sweeps / t:.3g} updates/s", flush=True)
     peer = plain_jax_gibbs(model, color_classes(colors), sweeps)
@@ -237,6 +242,10 @@ def bench_gibbs(n, q, sweeps, repeats, n_buckets=6):
         "padded_site_updates_per_s": updates / t_old,
         "padded_site_updates_per_cpu_s": updates / cpu_old,
         "padded_bytes_per_update": bytes_old, "padded_loadavg_1min": load_old,
+        "first_call_s": first_call,
+        "stacked_site_updates_per_s": updates / timed["stacked"][0],
+        "stacked_site_updates_per_cpu_s": updates / timed["stacked"][1],
+        "ratio_stacked_vs_bucketed": t / timed["stacked"][0],
         "ratio_vs_padded": t_old / t, "cpu_ratio_vs_padded": cpu_old / cpu,
         "peer_plain_jax_updates_per_s": updates / t_peer, "ratio_vs_plain_jax": t_peer / t,
         "cpu_ratio_vs_plain_jax": cpu_peer / cpu,
@@ -421,6 +430,12 @@ def print_table(results):
                   f"{row['site_updates_per_cpu_s']:.3g} updates/cpu-s "
                   f"(x{row['cpu_ratio_vs_padded']:.2f} vs padded, "
                   f"x{row['cpu_ratio_vs_plain_jax']:.2f} vs peer); load {row['loadavg_1min']:.1f}")
+            if "first_call_s" in row:
+                first = row["first_call_s"]
+                print(f"        stacked {row['stacked_site_updates_per_s']:.3g} updates/s "
+                      f"(x{row['ratio_stacked_vs_bucketed']:.2f} the bucketed rate); first call "
+                      f"(compile + run) bucketed {first['bucketed']:.2f} s, padded "
+                      f"{first['padded']:.2f} s, stacked {first['stacked']:.2f} s")
         elif kind == "swendsen_wang":
             print(f"SW      N={row['n']:>9} q={row['q']:>2} "
                   f"beta/beta_p={row['beta_over_percolation']}"

@@ -68,13 +68,14 @@ __all__ = [
     "degree_buckets",
 ]
 LAYOUTS = ("auto", "bucketed", "padded", "stacked")
-# "auto" on a CPU: stacked up to this many nodes, bucketed above. Measured (2 CPU cores, XLA's
-# default optimisation, kNN-like graphs, 9-10 colours, 200 sweeps; the machine shared with a test
-# run): first call (compilation) 3.3-4.4 s stacked against 14-21 s bucketed at N = 300 and 2000;
-# per sweep at N = 300 stacked 94-171 us (q = 2) and 276 us (q = 10) against bucketed 98-178 and
-# 356 us; at N = 2000 0.95 / 1.32 ms against 0.61 / 1.29 ms (q = 2 / 10). Below this size the
-# compilation saved outweighs tens of thousands of slower sweeps.
-STACKED_MAX_NODES = 2048
+# "auto" on a CPU: stacked up to this many nodes, bucketed above. Measured by
+# benchmarks/bench_samplers.py --only gibbs --n 300 / 2000 (2 CPU cores, XLA's default
+# optimisation, kNN-like graph of mean degree 18, 9-10 colours; results/bench_samplers_gibbs_n*):
+# first call (compilation + 200 sweeps) stacked 1.2-1.4 s against bucketed 4.4-7.1 s; sweeps at
+# N = 300 x1.05 (q = 10) and x0.78 (q = 2) the bucketed rate, at N = 2000 x0.78 and x0.39. The
+# compilation saved pays for ~2e5 slower sweeps at N = 300 but only ~2.4e4 at N = 2000, q = 2:
+# hence the switch at 1024 nodes.
+STACKED_MAX_NODES = 1024
 
 
 class GibbsInfo(NamedTuple):
