@@ -253,7 +253,7 @@ def _own_tables(model, token):
 def _chromatic_prepare(tables, model, *, token):
     """Once per run instead of once per sweep: the padded layout computes the model's tables;
     the bucketed one gathers couplings and fields into each bucket's class-major layout
-    (:func:`_bucket_layout`)."""
+    (:func:`_bucket_layout`), the stacked one into each colour's (:func:`_stacked_layout`)."""
     plan, _, stacked = tables
     t = pairwise_tables(model)
     if stacked is not None:
@@ -338,8 +338,9 @@ def chromatic_gibbs(
       layout: ``"bucketed"``: degree buckets of :func:`degree_buckets` read from
         ``model.pairwise_tables()`` (the model's table must be ``graph``'s);
         ``"padded"``: the conditionals of each colour class from the full-width tables;
-        ``"stacked"``: the padded conditionals with the classes stacked and looped over in one
-        ``fori_loop`` (a program of one size whatever the colouring);
+        ``"stacked"``: the colour classes padded to one width and looped over in one
+        ``fori_loop``, each drawn with the bucketed layout's slot-major arithmetic at the full
+        width ``d_max`` (a program of one size whatever the colouring);
         ``"auto"`` (default): on a CPU stacked up to :data:`STACKED_MAX_NODES` nodes and
         bucketed above (2.5x the padded rate at N = 10^5, q = 10); padded on an accelerator
         (there the per-bucket launches cost more than the padding saves: 1.2e9 vs 0.42e9
