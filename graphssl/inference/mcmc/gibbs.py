@@ -91,6 +91,12 @@ def _update(tables, observed, key, labels, nodes):
     return labels.at[nodes].set(new, indices_are_sorted=True, unique_indices=True)
 
 
+def _sweep_label_dtype(q: int):
+    """The narrowest integer type holding ``q`` classes: labels are held in it during a
+    bucketed or stacked sweep (fewer bytes per neighbour label read)."""
+    return jnp.int8 if q <= 127 else (jnp.int16 if q <= 32767 else jnp.int32)
+
+
 def _stacked_classes(colors: np.ndarray) -> np.ndarray:
     """Colour classes as rows of ``int32[n_colours, width]``, ``width`` the largest class;
     short rows are padded with ``n, n + 1, ...`` (past the last node: read clipped, written
@@ -98,11 +104,9 @@ def _stacked_classes(colors: np.ndarray) -> np.ndarray:
     classes = [c for c in color_classes(colors) if c.size]
     n = colors.shape[0]
     width = max(c.size for c in classes)
-    table = np.full((len(classes), width), n, dtype=np.int32)
-    for row, nodes in zip(table, classes, strict=True):
-        row[:nodes.size] = nodes
-        row[nodes.size:] = n + np.arange(width - nodes.size)
-    return table
+    pads = n + np.arange(width)
+    return np.stack([np.concatenate([nodes, pads[:width - nodes.size]])
+                     for nodes in classes]).astype(np.int32)
 
 
 def _stacked_layout(tables, observed, classes):
@@ -126,7 +130,7 @@ def _stacked_sweep(layout, key, labels, classes):
     pad entries read node ``n - 1`` and their writes are dropped."""
     index_t, weight_t, unary_t, keep = layout
     n, q = labels.shape[0], unary_t.shape[1]
-    small = jnp.int8 if q <= 127 else (jnp.int16 if q <= 32767 else jnp.int32)
+    small = _sweep_label_dtype(q)
     keys = jax.random.split(key, classes.shape[0])
 
     def colour(c, lab):
@@ -291,7 +295,7 @@ def _bucketed_sweep(model, key, labels, plan, d_max, token=None):
             "model's own graph (chromatic_gibbs(model.graph))"
         )
     q = unary.shape[1]
-    small = jnp.int8 if q <= 127 else (jnp.int16 if q <= 32767 else jnp.int32)
+    small = _sweep_label_dtype(q)
     lab = labels.astype(small)
     observed = jnp.asarray(model.observed, dtype=bool)
     buckets = [b for colour in plan for b in colour]
