@@ -34,7 +34,9 @@ from graphssl.inference.mcmc.kernels import info_dict
 from graphssl.inference.mcmc.numpyro_block_checks import (
     check_block_once,
     check_label_block,
+    run_compiled,
     site_log_prob,
+    static_facts,
 )
 from graphssl.inference.mcmc.numpyro_exchange import exchange_move
 from graphssl.inference.mcmc.swendsen_wang import swendsen_wang
@@ -154,21 +156,26 @@ class LabelFieldGibbs(MCMCKernel):
         model_kwargs = dict(model_kwargs or {})
         siblings = model_kwargs.get(GIBBS_SITES_KWARG, {})
         if not init_params:
-            tr = self.trace_program({}, model_args, model_kwargs)
-            latent = [k for k, s in tr.items() if s["type"] == "sample" and not s["is_observed"]
-                      and k not in siblings]
-            loose = sorted(set(latent) - set(self.sites))
+            def latent_sites():
+                tr = self.trace_program({}, model_args, model_kwargs)
+                return [k for k, s in tr.items() if s["type"] == "sample"
+                        and not s["is_observed"] and k not in siblings]
+
+            loose = sorted(set(static_facts(latent_sites)) - set(self.sites))
             if loose:
                 raise ValueError(f"sites {loose} are latent but no kernel samples them; use "
                                  "label_field_gibbs(program, kernel), which adds NUTS")
-            init_params = {k: tr[k]["value"] for k in self.sites}
+            init_params = run_compiled(lambda: {
+                k: s["value"] for k, s in self.trace_program({}, model_args, model_kwargs).items()
+                if k in self.sites})
         values = {k: jnp.asarray(init_params[k]) for k in self.sites}
         values[self.site] = values[self.site].astype(jnp.int32)
         check_block_once(self, values, siblings, model_args, model_kwargs)
         rng_key, key = jax.random.split(rng_key)
         _, stats = jax.eval_shape(lambda: self.update(key, values, model_args, model_kwargs))
         stats = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), stats)
-        q = self.trace_program(values, model_args, model_kwargs)[self.site]["fn"].model.n_classes
+        q = static_facts(lambda v: self.trace_program(v, model_args, model_kwargs)[self.site]
+                         ["fn"].model.n_classes, values)
         compact = values[self.site].astype(storage_dtype(q))
         return LabelFieldState(values, compact, stats, rng_key)
 

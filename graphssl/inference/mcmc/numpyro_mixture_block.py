@@ -17,7 +17,7 @@ from numpyro.infer.util import log_density
 
 from graphssl.inference.diffusion_mixture.kernels import mixture_kernel
 from graphssl.inference.mcmc.kernels import info_dict
-from graphssl.inference.mcmc.numpyro_block_checks import check_normaliser
+from graphssl.inference.mcmc.numpyro_block_checks import check_normaliser, run_compiled
 from graphssl.inference.mcmc.numpyro_label_block import LabelFieldGibbs
 from graphssl.models.diffusion_mixture import sufficient_statistics
 
@@ -59,16 +59,21 @@ class MixtureFieldGibbs(LabelFieldGibbs):
         """Program log density = Walder's ``log_joint`` + a constant (two random states);
         no sibling sets the class field's parameters."""
         program = conditioned(self.model)
-        gaps = []
-        for seed_ in (3, 4):
-            k1, k2 = jax.random.split(jax.random.key(seed_))
-            model = self.mixture(values, model_args, model_kwargs)
-            y = jnp.where(model.observed, model.labels,
-                          jax.random.randint(k1, (model.n_nodes,), 0, model.n_classes))
-            beta = jax.random.randint(k2, (model.n_nodes,), 0, model.n_nodes)
-            lp, _ = log_density(program, model_args, model_kwargs or {},
-                                {**values, self.site: y, self.centres: beta})
-            gaps.append(float(lp - model.log_joint(y, beta)))
+
+        def gaps_at_random_states(values):
+            gaps = []
+            for seed_ in (3, 4):
+                k1, k2 = jax.random.split(jax.random.key(seed_))
+                model = self.mixture(values, model_args, model_kwargs)
+                y = jnp.where(model.observed, model.labels,
+                              jax.random.randint(k1, (model.n_nodes,), 0, model.n_classes))
+                beta = jax.random.randint(k2, (model.n_nodes,), 0, model.n_nodes)
+                lp, _ = log_density(program, model_args, model_kwargs or {},
+                                    {**values, self.site: y, self.centres: beta})
+                gaps.append(lp - model.log_joint(y, beta))
+            return jnp.stack(gaps)
+
+        gaps = np.asarray(run_compiled(gaps_at_random_states, values), np.float64)
         if not np.isclose(gaps[0], gaps[1], rtol=1e-6, atol=1e-6 * (1 + abs(gaps[0]))):
             raise ValueError("model: the program's log density is not Walder's joint up to a "
                              "constant; build it with diffusion_mixture_program")
