@@ -189,15 +189,17 @@ def test_prepared_model_gives_the_same_sweep(models, layout):
     ready = prepared(kernel, model)
     assert isinstance(ready, PreparedModel) and ready.n_nodes == model.n_nodes
     state = kernel.init(model, jax.random.key(0))
+    step = jax.jit(kernel.step)  # one program per model type (op by op: ~120 compilations)
     for t in range(3):
         key = jax.random.key(10 + t)
-        plain, _ = kernel.step(model, key, state)
-        fast, _ = jax.jit(kernel.step)(ready, key, state)
+        plain, _ = step(model, key, state)
+        fast, _ = step(ready, key, state)
         np.testing.assert_array_equal(np.asarray(plain.labels), np.asarray(fast.labels))
         state = plain
     both = compose(kernel, permutation_move())
     ready2 = prepared(both, model)
     key = jax.random.key(3)
-    np.testing.assert_array_equal(np.asarray(both.step(model, key, state)[0].labels),
-                                  np.asarray(both.step(ready2, key, state)[0].labels))
+    step_both = jax.jit(both.step)
+    np.testing.assert_array_equal(np.asarray(step_both(model, key, state)[0].labels),
+                                  np.asarray(step_both(ready2, key, state)[0].labels))
     assert float(ready2.energy(state.labels)) == float(model.energy(state.labels))
