@@ -156,8 +156,9 @@ def test_backbone_equals_lifted_laplacian(small_roll, roll_fit):
     lab = np.flatnonzero(labels >= 0)
     X = jnp.asarray(ds.X)
     nbr, w = graph.padded_neighbors()
-    Lt = backbone_laplacian(mixture_lift(roll_fit.mixture, X, jnp.asarray(lab)), nbr, w,
-                            batch_size=64, max_stored=0)  # recompute path
+    Lt = jax.jit(lambda lab_idx: backbone_laplacian(  # one program (op by op: ~100)
+        mixture_lift(roll_fit.mixture, X, lab_idx), nbr, w, batch_size=64,
+        max_stored=0))(jnp.asarray(lab))  # recompute path
     W = graph.to_scipy().toarray()
     L = np.diag(W.sum(1)) - W
     R = np.asarray(responsibilities(roll_fit.mixture, X))

@@ -8,13 +8,17 @@ import scipy.sparse as sp
 
 from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.estimators.feature_prior import FeaturePriorMixin
-from graphssl.inference.harmonic_mixture.fit import fit_harmonic_mixture, predict_proba
+from graphssl.inference.harmonic_mixture.fit import (
+    compiled_log_responsibilities,
+    fit_harmonic_mixture,
+    predict_proba,
+)
 from graphssl.inference.optimize.em import EMOptions
 from graphssl.inference.optimize.feature_prior import (
     DEFAULT_ETA_GRID,
     harmonic_mixture_prior_solver,
 )
-from graphssl.models.harmonic_mixture import COVARIANCE_TYPES, log_responsibilities
+from graphssl.models.harmonic_mixture import COVARIANCE_TYPES
 
 __all__ = ["HarmonicMixtureClassifier"]
 
@@ -227,8 +231,8 @@ class HarmonicMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         """``R lambda`` with lambda of the backbone + dongle energy (class docstring)."""
         import jax.numpy as jnp
 
-        R = np.exp(np.asarray(log_responsibilities(self.fit_.mixture, jnp.asarray(X)),
-                              dtype=np.float64))
+        R = np.exp(np.asarray(compiled_log_responsibilities(self.fit_.mixture,
+                                                            jnp.asarray(X)), dtype=np.float64))
         solve = harmonic_mixture_prior_solver(graph, R, n_classes)
         eta = self._prior_weight(solve, labels, prior, DEFAULT_ETA_GRID)
         dist, self.prior_lambda_, self.prior_lambda_info_ = solve(labels, prior.probs, eta,

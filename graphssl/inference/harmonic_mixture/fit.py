@@ -48,6 +48,7 @@ from graphssl.models.harmonic_mixture import log_responsibilities
 
 __all__ = [
     "LambdaInfo",
+    "compiled_log_responsibilities",
     "HarmonicMixtureFit",
     "split_backbone",
     "closed_form_lambda",
@@ -202,7 +203,8 @@ def fit_harmonic_mixture(
     A, B = split_backbone(Lt, len(lab_idx))
     F = np.eye(C)[labels[lab_idx]]
     lam_em = np.exp(np.asarray(mix.log_label_probs, np.float64))
-    log_r_lab = np.asarray(log_responsibilities(mix, Xj[lab_idx])) if alpha > 0 else None
+    log_r_lab = (np.asarray(compiled_log_responsibilities(mix, Xj[lab_idx])) if alpha > 0
+                 else None)
     lam, info = solve_lambda(A, B, F, alpha=alpha, labelled_log_resp=log_r_lab,
                              lambda_em=lam_em)
     t_solve = time.perf_counter() - t0
@@ -220,11 +222,13 @@ def predict_proba(fit: HarmonicMixtureFit, X):
         a, _ = kmeans_assign(jnp.asarray(X), fit.centers)
         return fit.label_probs[np.asarray(a)]
     Xj = jnp.asarray(X.todense() if hasattr(X, "todense") else X)
-    log_r = np.asarray(_log_resp_jit(fit.mixture, Xj), np.float64)
+    log_r = np.asarray(compiled_log_responsibilities(fit.mixture, Xj), np.float64)
     return np.exp(log_r) @ fit.label_probs
 
 
-_log_resp_jit = jax.jit(log_responsibilities)
+compiled_log_responsibilities = jax.jit(log_responsibilities)
+"""``log_responsibilities(mixture, X)`` as one compiled program (run op by op, each of its
+operations is an XLA compilation of its own on the first call)."""
 
 
 # ----------------------------------------------------------------------------- baselines
