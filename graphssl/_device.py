@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["to_device", "host_array", "concatenate", "take"]
+__all__ = ["to_device", "host_array", "alike", "concatenate", "take"]
 
 
 def to_device(values, dtype=None) -> jax.Array:
@@ -42,6 +42,16 @@ def host_array(values, dtype=None) -> np.ndarray:
     host = host.astype(dtype, copy=True)
     host.flags.writeable = False
     return host
+
+
+def alike(values, reference, dtype=None):
+    """``values`` on the same side as ``reference``: :func:`host_array` when ``reference``
+    is a NumPy array (a host graph's field, :class:`graphssl.graph.Graph`), else
+    :func:`to_device`. What lets a model built on a host graph stay on the host, so that a
+    fit whose solver runs in NumPy never starts JAX's back end."""
+    if isinstance(reference, np.ndarray):
+        return host_array(values, dtype)
+    return to_device(values, dtype)
 
 
 def _host_side(values) -> bool:

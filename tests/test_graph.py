@@ -377,21 +377,22 @@ def test_estimators_put_a_given_host_graph_where_their_programs_run():
 
 def test_host_solvers_never_start_the_jax_back_end():
     """A fresh process that fits the estimators whose solvers run on the host (harmonic
-    function, LGC: scipy solves; kNN vote: shortest paths; mincut: max-flow) on a host graph,
-    and predicts new points, starts no JAX back end."""
+    function, LGC: scipy solves; kNN vote: shortest paths; mincut: max-flow; Potts: mean
+    field in NumPy at this size) on a host graph, and predicts new points, starts no JAX
+    back end."""
     import subprocess
     import sys
 
     code = (
         "import numpy as np\n"
         "from graphssl.estimators import (HarmonicFunctionClassifier, KNNGraphClassifier,\n"
-        "                                 LGCClassifier, MincutClassifier)\n"
+        "                                 LGCClassifier, MincutClassifier, PottsClassifier)\n"
         "import jax._src.xla_bridge as xb\n"
         "rng = np.random.default_rng(0)\n"
         "X = np.vstack([rng.normal(0, 0.3, (30, 4)), rng.normal(3, 0.3, (30, 4))])\n"
         "y = -np.ones(60, int); y[[0, 1, 30, 31]] = [0, 0, 1, 1]\n"
         "for M in (HarmonicFunctionClassifier, LGCClassifier, KNNGraphClassifier,\n"
-        "          MincutClassifier):\n"
+        "          MincutClassifier, PottsClassifier):\n"
         "    clf = M().fit(X, y)\n"
         "    assert (clf.transduction_ == np.repeat([0, 1], 30)).all()\n"
         "    assert clf.graph_.on_host\n"

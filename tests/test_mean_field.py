@@ -19,9 +19,11 @@ from graphssl.models.potts import PottsModel, label_field  # noqa: E402
 
 N, Q = 8, 3
 TIGHT = 1e-12
-SEQ = MeanFieldOptions(order="sequential", tol=TIGHT, max_iter=5000)
+SEQ = MeanFieldOptions(order="sequential", tol=TIGHT, max_iter=5000)  # engine auto: NumPy
+SEQ_COMPILED = SEQ._replace(engine="compiled")
 PAR = MeanFieldOptions(order="parallel", damping=0.5, tol=TIGHT, max_iter=5000)  # one compile
-CHROM = MeanFieldOptions(order="chromatic", tol=TIGHT, max_iter=5000)
+CHROM = MeanFieldOptions(order="chromatic", tol=TIGHT, max_iter=5000)  # engine auto: NumPy
+CHROM_COMPILED = CHROM._replace(engine="compiled")
 
 
 def _random_weights(seed=0, n=N, density=0.6):
@@ -56,7 +58,9 @@ def _reference_rhs(W, beta, theta, phi):
     return e / e.sum(axis=1, keepdims=True)
 
 
-@pytest.mark.parametrize("options", [SEQ, PAR, CHROM], ids=["sequential", "parallel", "chromatic"])
+@pytest.mark.parametrize("options", [SEQ, SEQ_COMPILED, PAR, CHROM, CHROM_COMPILED],
+                         ids=["sequential", "sequential_compiled", "parallel", "chromatic",
+                              "chromatic_compiled"])
 @pytest.mark.parametrize("beta", [0.5, 3.0])
 def test_fixed_point_of_eqs_15_16(sym_graph, labels, options, beta):
     model = PottsModel.from_labels(sym_graph, labels, Q, beta=beta)
@@ -214,12 +218,14 @@ def test_locality_reorder_gives_the_same_solution(sym_graph, labels, clamp):
 
 
 
+@pytest.mark.parametrize("engine", ["host", "compiled"])
 @pytest.mark.parametrize("directed", [False, True])
-def test_chromatic_sweep_is_a_sequential_sweep_in_class_order(sym_graph, labels, directed):
+def test_chromatic_sweep_is_a_sequential_sweep_in_class_order(sym_graph, labels, directed,
+                                                              engine):
     """One chromatic sweep updates each colour class at once; since no node of a class reads
     another, that equals the node-by-node Gauss-Seidel sweep visiting the nodes class by
     class. Checked sweep by sweep against the sequential solver run on the nodes renumbered
-    into that order."""
+    into that order, for both engines (NumPy, compiled JAX)."""
     from graphssl.inference.optimize.mean_field import (
         mean_field_coloring,
         mean_field_tables,
@@ -241,18 +247,104 @@ def test_chromatic_sweep_is_a_sequential_sweep_in_class_order(sym_graph, labels,
     for sweeps in (1, 2, 5):
         opts = dict(tol=1e-300, max_iter=sweeps)
         chrom, _ = solve_mean_field(unary, index, weight, observed, clamp,
-                                    options=MeanFieldOptions("chromatic", **opts),
+                                    options=MeanFieldOptions("chromatic", engine=engine,
+                                                             **opts),
                                     colors=colors)
+        assert isinstance(chrom.fields, np.ndarray) == (engine == "host")
         seq, _ = solve_mean_field(unary[perm], rank[idx[perm]], np.asarray(weight)[perm],
                                   observed[perm], clamp[perm],
-                                  options=MeanFieldOptions("sequential", **opts))
+                                  options=MeanFieldOptions("sequential", engine="compiled",
+                                                           **opts))
         np.testing.assert_allclose(np.asarray(chrom.fields)[perm], np.asarray(seq.fields),
                                    atol=1e-12)
 
 
-def test_chromatic_rejects_an_improper_colouring(sym_graph, labels):
+@pytest.mark.parametrize("options", [CHROM, CHROM_COMPILED], ids=["host", "compiled"])
+def test_chromatic_rejects_an_improper_colouring(sym_graph, labels, options):
     model = PottsModel.from_labels(sym_graph, labels, Q, beta=1.0)
     with pytest.raises(ValueError, match="colors"):
-        naive_mean_field(model, options=CHROM, colors=np.zeros(N, int))
+        naive_mean_field(model, options=options, colors=np.zeros(N, int))
     with pytest.raises(ValueError, match="colors"):
-        naive_mean_field(model, options=CHROM, colors=np.zeros(N - 1, int))
+        naive_mean_field(model, options=options, colors=np.zeros(N - 1, int))
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_host_sequential_sweep_is_the_node_loop(directed):
+    """The NumPy sequential sweep updates the nodes level by level (``sequential_levels``:
+    a node comes after every neighbour of lower index and before every neighbour of higher
+    index), which is the compiled node loop exactly: checked sweep by sweep (float64,
+    1e-12) on a 40-node graph. A broken copy -- every node in one stage (the Jacobi update)
+    -- fails the same comparison."""
+    from graphssl.inference.optimize.mean_field import mean_field_tables, solve_mean_field
+    from graphssl.inference.optimize.mean_field_host import (
+        sequential_levels,
+        solve_gauss_seidel_host,
+    )
+
+    n = 40
+    graph = Graph.from_scipy(sp.csr_matrix(_random_weights(3, n=n, density=0.15)))
+    graph = row_normalize(graph) if directed else graph
+    lab = np.full(n, -1)
+    lab[[0, 13, 27]] = [0, 1, 2]
+    model = PottsModel.from_labels(graph, lab, Q, beta=3.0, asymmetric="symmetrize")
+    unary, index, weight = (np.asarray(a) for a in mean_field_tables(model))
+    level = sequential_levels(index)
+    rows = np.repeat(np.arange(n), index.shape[1])
+    cols = index.ravel()
+    edge = rows != cols
+    later = np.maximum(rows, cols)[edge]
+    earlier = np.minimum(rows, cols)[edge]
+    assert np.all(level[later] > level[earlier]) and level.max() > 0
+    observed, clamp = np.asarray(model.observed), np.asarray(model.labels)
+    for sweeps in (1, 2, 5):
+        opts = dict(tol=1e-300, max_iter=sweeps)
+        host, _ = solve_mean_field(unary, index, weight, observed, clamp,
+                                   options=MeanFieldOptions("sequential", **opts))
+        loop, _ = solve_mean_field(unary, index, weight, observed, clamp,
+                                   options=MeanFieldOptions("sequential", engine="compiled",
+                                                            **opts))
+        assert isinstance(host.fields, np.ndarray) and isinstance(loop.fields, jax.Array)
+        np.testing.assert_allclose(host.fields, loop.fields, atol=1e-12)
+    onehot = np.eye(Q)[clamp]
+    jacobi, _, _ = solve_gauss_seidel_host(unary, index, weight, observed, onehot,
+                                           np.zeros((n, Q)), [np.arange(n)], 1e-300, 2)
+    assert np.max(np.abs(jacobi - np.asarray(loop.fields))) > 1e-3
+
+
+@pytest.mark.parametrize("order", ["sequential", "chromatic"])
+def test_host_and_compiled_engines_agree(sym_graph, labels, order):
+    """engine="auto" runs the Gauss-Seidel orders in NumPy on a small concrete model and
+    compiled otherwise: same fields (float64, 1e-12), same sweep count and residual; a host
+    graph's model stays in NumPy throughout. Bad engine choices are refused by name."""
+    graph = row_normalize(sym_graph)
+    model = PottsModel.from_labels(graph, labels, Q, beta=3.0, asymmetric="symmetrize")
+    options = MeanFieldOptions(order, tol=1e-9)
+    host, host_info = naive_mean_field(model, options=options)
+    compiled, info = naive_mean_field(model, options=options._replace(engine="compiled"))
+    assert isinstance(host.fields, np.ndarray) and isinstance(compiled.fields, jax.Array)
+    np.testing.assert_allclose(host.fields, compiled.fields, atol=1e-12)
+    np.testing.assert_allclose(host.log_marginals, compiled.log_marginals, atol=1e-12)
+    assert int(host_info.iterations) == int(info.iterations)
+    np.testing.assert_allclose(float(host_info.residual), float(info.residual), rtol=1e-6)
+    assert bool(host_info.converged)
+    # a host graph (NumPy fields) keeps the model, tables and solution on the host
+    on_host = Graph.from_scipy(graph.to_scipy(), on_host=True)
+    host_model = PottsModel.from_labels(on_host, labels, Q, beta=3.0, asymmetric="symmetrize")
+    assert all(isinstance(a, np.ndarray) for a in jax.tree_util.tree_leaves(host_model))
+    again, _ = naive_mean_field(host_model, options=options)
+    np.testing.assert_allclose(again.fields, host.fields, atol=1e-12)
+    assert isinstance(mean_field_labels(again, host_model.unary_logits()), np.ndarray)
+
+
+def test_engine_choices_are_checked(sym_graph, labels):
+    model = PottsModel.from_labels(sym_graph, labels, Q, beta=1.0)
+    with pytest.raises(ValueError, match="engine must be one of"):
+        naive_mean_field(model, options=SEQ._replace(engine="gpu"))
+    with pytest.raises(ValueError, match="Gauss-Seidel orders"):
+        naive_mean_field(model, options=PAR._replace(engine="host"))
+    # inside jit the arrays are traced: the host engine is refused by name, "auto" compiles
+    with pytest.raises(ValueError, match="engine='host' needs concrete"):
+        jax.jit(lambda m: naive_mean_field(m, options=SEQ._replace(engine="host"))[0])(model)
+    traced = jax.jit(lambda m: naive_mean_field(m, options=SEQ)[0].fields)(model)
+    plain, _ = naive_mean_field(model, options=SEQ)
+    np.testing.assert_allclose(traced, plain.fields, atol=1e-10)

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import scipy.sparse as sp
 
-from graphssl._device import host_array, to_device
+from graphssl._device import alike, host_array, to_device
 
 __all__ = ["Graph", "bucket_width", "padded_to_bucket"]
 
@@ -129,7 +129,7 @@ class Graph:
         return bool(difference.nnz == 0 or difference.max() <= rtol * max(scale, 1e-300))
 
     def padded_neighbors(self) -> tuple[jax.Array, jax.Array]:
-        """Neighbour table for per-node gathers.
+        """Neighbour table for per-node gathers (NumPy arrays for a host graph).
 
         Returns ``(neighbor_index int32[n, d_max], neighbor_weight float[n, d_max])``; rows
         shorter than the maximum out-degree are padded with the node's own index and weight 0,
@@ -145,7 +145,7 @@ class Graph:
         weight = np.zeros((self.n_nodes, d_max), dtype=np.asarray(self.weights).dtype)
         index[senders, slot] = np.asarray(self.receivers)
         weight[senders, slot] = np.asarray(self.weights)
-        return to_device(index), to_device(weight)
+        return alike(index, self.weights), alike(weight, self.weights)
 
 
 jax.tree_util.register_dataclass(

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from graphssl._device import to_device
+from graphssl._device import alike
 
 if TYPE_CHECKING:
     from graphssl.graph.core import Graph
@@ -35,8 +35,10 @@ def _symmetrized_matrix(matrix: sp.csr_matrix, mode: str | None) -> sp.csr_matri
 
 
 def symmetrize(graph: Graph, mode: str = "max") -> Graph:
-    """Symmetrise W: ``"max"`` (union), ``"min"`` (mutual edges only), ``"mean"``."""
-    return type(graph).from_scipy(_symmetrized_matrix(graph.to_scipy(), mode))
+    """Symmetrise W: ``"max"`` (union), ``"min"`` (mutual edges only), ``"mean"``; a host
+    graph stays on the host."""
+    return type(graph).from_scipy(_symmetrized_matrix(graph.to_scipy(), mode),
+                                  on_host=graph.on_host)
 
 
 def row_normalize(graph: Graph) -> Graph:
@@ -55,7 +57,7 @@ def row_normalize(graph: Graph) -> Graph:
     degrees = np.zeros(graph.n_nodes, dtype=weights.dtype)
     np.add.at(degrees, senders, weights)
     safe = np.where(degrees > 0, degrees, np.ones((), weights.dtype))
-    return dataclasses.replace(graph, weights=to_device(weights / safe[senders]))
+    return dataclasses.replace(graph, weights=alike(weights / safe[senders], graph.weights))
 
 
 def laplacian(graph: Graph, kind: str = "combinatorial") -> sp.csr_matrix:

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from graphssl._device import to_device
+from graphssl._device import alike
 from graphssl.graph import Graph
 from graphssl.models.protocol import PairwiseTables, pairwise_energy
 
@@ -107,7 +107,8 @@ class PottsModel:
             raise ValueError("observed: an observed node has label -1; give its label")
         if field is None:
             field = np.zeros((n, n_classes))
-        field = to_device(field, graph.weights.dtype)  # host-side: nothing compiled
+        # host-side conversions (nothing compiled); a host graph's model stays on the host
+        field = alike(field, graph.weights, graph.weights.dtype)
         if field.shape != (n, n_classes):
             raise ValueError(f"field: expected shape ({n}, {n_classes}), got {field.shape}")
         graph, directed_weight = _symmetric(graph, asymmetric)
@@ -116,10 +117,10 @@ class PottsModel:
             directed_weight = _in_slots(directed_weight, graph)
         return cls(
             graph=graph,
-            beta=to_device(beta, graph.weights.dtype),
+            beta=alike(beta, graph.weights, graph.weights.dtype),
             field=field,
-            observed=to_device(observed),
-            labels=to_device(np.maximum(labels, 0), np.int32),
+            observed=alike(observed, graph.weights),
+            labels=alike(np.maximum(labels, 0), graph.weights, np.int32),
             neighbor_index=index,
             neighbor_weight=weight,
             n_classes=int(n_classes),
@@ -193,7 +194,7 @@ def _scaled(beta, table) -> jax.Array:
     in JAX, each product is compiled for every new shape), in JAX for traced ones."""
     if isinstance(beta, jax.core.Tracer) or isinstance(table, jax.core.Tracer):
         return beta * table
-    return to_device(np.asarray(beta) * np.asarray(table))
+    return alike(np.asarray(beta) * np.asarray(table), table)
 
 
 def _symmetric(graph: Graph, asymmetric: str) -> tuple[Graph, Graph | None]:
@@ -211,7 +212,8 @@ def _symmetric(graph: Graph, asymmetric: str) -> tuple[Graph, Graph | None]:
     from graphssl.graph import symmetrize
 
     sym = symmetrize(graph, "mean")
-    sym = dataclasses.replace(sym, weights=to_device(sym.weights, graph.weights.dtype))
+    sym = dataclasses.replace(sym, weights=alike(sym.weights, graph.weights,
+                                                 graph.weights.dtype))
     return sym, graph
 
 
@@ -246,7 +248,7 @@ def _in_slots(graph: Graph, table_graph: Graph) -> jax.Array:
     rows = np.repeat(np.arange(n), d)
     values = np.asarray(W[rows, index.reshape(-1)]).reshape(n, d)
     values[index == np.arange(n)[:, None]] = 0.0
-    return to_device(values, np.asarray(graph.weights).dtype)
+    return alike(values, graph.weights, np.asarray(graph.weights).dtype)
 
 
 def _link_isolated(X, k, graph, method, knn_search, sigma_kth_neighbor) -> Graph:
@@ -291,7 +293,8 @@ def reconnect_unreached(graph: Graph, union: Graph, observed) -> tuple[Graph, in
     W, U = graph.to_scipy().tocsr(), union.to_scipy().tocoo()
     keep = unreached[U.row] | unreached[U.col]
     extra = sp.csr_matrix((U.data[keep], (U.row[keep], U.col[keep])), shape=W.shape)
-    return Graph.from_scipy(sp.csr_matrix(W.maximum(extra))), int(unreached.sum())
+    return (Graph.from_scipy(sp.csr_matrix(W.maximum(extra)), on_host=graph.on_host),
+            int(unreached.sum()))
 
 
 def label_field(labels, n_classes: int) -> np.ndarray:

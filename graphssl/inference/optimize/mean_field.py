@@ -51,9 +51,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from graphssl._device import to_device
+from graphssl._device import alike, host_array, to_device
 from graphssl._exported import exported_call
 from graphssl.graph.core import padded_to_bucket
+from graphssl.inference.optimize.mean_field_host import (
+    HOST_MAX_STAGES,
+    sequential_levels,
+    solve_gauss_seidel_host,
+    stages_of,
+)
 from graphssl.inference.optimize.mean_field_sweeps import (
     _color_ranges,
     _log_softmax_clamped,
@@ -68,6 +74,7 @@ from graphssl.inference.optimize.mean_field_sweeps import (
 from graphssl.models.protocol import pairwise_tables
 
 __all__ = [
+    "HOST_MAX_NODES",
     "locality_order",
     "MeanFieldInfo",
     "MeanFieldOptions",
@@ -82,6 +89,10 @@ __all__ = [
 ]
 
 ORDERS = ("sequential", "parallel", "chromatic")
+ENGINES = ("auto", "host", "compiled")
+# engine="auto" runs the Gauss-Seidel orders in NumPy up to this many nodes (measured in
+# mean_field_host: there the host sweep beats a new process's compiled solve)
+HOST_MAX_NODES = 10_000
 
 
 class MeanFieldOptions(NamedTuple):
@@ -98,6 +109,13 @@ class MeanFieldOptions(NamedTuple):
       reorder: renumber the nodes for memory locality (reverse Cuthill-McKee) before a
         parallel solve (large graphs in random order; its one-off cost is a few sweeps).
         Needs concrete arrays (not inside ``jax.jit``).
+      engine: where the Gauss-Seidel orders (``"sequential"``, ``"chromatic"``) run:
+        ``"host"`` (NumPy / scipy, :mod:`graphssl.inference.optimize.mean_field_host`, the
+        same sweep stage by stage: no JAX back end, nothing compiled; returns NumPy
+        arrays), ``"compiled"`` (a JAX program on the default device) or ``"auto"``
+        (default: the host for concrete arrays of at most :data:`HOST_MAX_NODES` nodes
+        whose sweep has at most ``HOST_MAX_STAGES`` stages, else compiled).
+        ``"parallel"`` is always compiled.
     """
 
     order: str = "parallel"
@@ -105,6 +123,7 @@ class MeanFieldOptions(NamedTuple):
     tol: float = 1e-3
     max_iter: int = 10_000
     reorder: bool = False
+    engine: str = "auto"
 
 
 class MeanFieldInfo(NamedTuple):
@@ -132,6 +151,11 @@ def _check_options(options: MeanFieldOptions) -> None:
         raise ValueError(f"options.tol must be positive, got {options.tol!r}")
     if int(options.max_iter) < 1:
         raise ValueError(f"options.max_iter must be >= 1, got {options.max_iter!r}")
+    if options.engine not in ENGINES:
+        raise ValueError(f"options.engine must be one of {ENGINES}, got {options.engine!r}")
+    if options.engine == "host" and options.order == "parallel":
+        raise ValueError("options.engine='host' runs the Gauss-Seidel orders ('sequential', "
+                         "'chromatic'); use engine='auto' or 'compiled' for 'parallel'")
     if options.reorder and options.order != "parallel":
         raise ValueError("options.reorder applies to order='parallel' only (the sequential "
                          "sweep's visiting order changes its fixed point); set reorder=False")
@@ -156,6 +180,11 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
     """
     options = MeanFieldOptions() if options is None else options
     _check_options(options)
+    stages = _host_stages(options, unary, neighbor_index, colors, neighbor_weight, clamped,
+                          clamp_labels, init_fields)
+    if stages is not None:
+        return _solve_on_host(unary, neighbor_index, neighbor_weight, clamped, clamp_labels,
+                              init_fields, options, stages)
     # inputs made on the host and moved by device_put (jnp.zeros / asarray / one_hot run
     # eagerly compile one program per primitive and new shape)
     unary = to_device(unary)
@@ -200,6 +229,51 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
     solution = MeanFieldSolution(to_device(np.exp(log_phi)), to_device(log_phi), fields)
     converged = to_device(np.asarray(res) < np.asarray(tol))
     return solution, MeanFieldInfo(iterations=t, residual=res, converged=converged)
+
+
+def _host_stages(options, unary, neighbor_index, colors, *arrays):
+    """The stages of a sweep run in NumPy (``options.engine``, see
+    :class:`MeanFieldOptions`): the colour classes or the sequential order's levels; None
+    when this solve is compiled."""
+    if options.order == "parallel" or options.engine == "compiled":
+        return None
+    concrete = _concrete(unary, neighbor_index, *arrays)
+    if options.engine == "host" and not concrete:
+        raise ValueError("options.engine='host' needs concrete arrays (not inside jax.jit); "
+                         "use engine='auto' or 'compiled'")
+    n = np.shape(unary)[0]
+    if not concrete or (options.engine == "auto" and n > HOST_MAX_NODES):
+        return None
+    if options.order == "chromatic":
+        perm, bounds = _color_ranges(neighbor_index, colors, n)
+        return [perm[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    stages = stages_of(sequential_levels(neighbor_index))
+    if options.engine == "auto" and len(stages) > HOST_MAX_STAGES:
+        return None
+    return stages
+
+
+def _solve_on_host(unary, neighbor_index, neighbor_weight, clamped, clamp_labels,
+                   init_fields, options, stages):
+    """:func:`solve_mean_field` by :func:`solve_gauss_seidel_host`: NumPy arrays in JAX's
+    canonical dtypes (those of the compiled solve), nothing moved to a device."""
+    unary = host_array(unary)
+    n, q = unary.shape
+    clamped = np.zeros(n, bool) if clamped is None else np.asarray(clamped, bool)
+    clamp_labels = np.zeros(n, np.int32) if clamp_labels is None else np.asarray(clamp_labels)
+    clamp_onehot = (clamp_labels[:, None] == np.arange(q)).astype(unary.dtype)
+    fields0 = np.zeros((n, q), unary.dtype) if init_fields is None else np.asarray(
+        init_fields, unary.dtype)
+    if fields0.shape != (n, q):
+        raise ValueError(f"init: expected fields of shape ({n}, {q}), got {fields0.shape}")
+    fields, t, res = solve_gauss_seidel_host(unary, neighbor_index, neighbor_weight, clamped,
+                                             clamp_onehot, fields0, stages, options.tol,
+                                             int(options.max_iter))
+    log_phi = _log_softmax_clamped_host(fields, clamped, clamp_onehot)
+    solution = MeanFieldSolution(host_array(np.exp(log_phi)), host_array(log_phi),
+                                 host_array(fields))
+    return solution, MeanFieldInfo(iterations=t, residual=res,
+                                   converged=np.asarray(res < options.tol))
 
 
 def _concrete(*arrays) -> bool:
@@ -293,8 +367,9 @@ def mean_field_labels(solution: MeanFieldSolution, unary=None, *, rtol: float | 
       int32[n].
     """
     if _concrete(solution.fields, solution.log_marginals, unary):
-        return to_device(_labels_host(np.asarray(solution.fields),
-                                      np.asarray(solution.log_marginals), unary, rtol))
+        return alike(_labels_host(np.asarray(solution.fields),
+                                  np.asarray(solution.log_marginals), unary, rtol),
+                     solution.fields)
     fields = jnp.asarray(solution.fields)
     log_phi = jnp.asarray(solution.log_marginals)
     if unary is None:
