@@ -32,8 +32,9 @@ def test_held_out_predictive_is_eq7_of_the_joint_summed_over_beta():
     model = _model()
     y = jnp.array([0, 1, 0, 1, 1], jnp.int32)
     beta = jnp.array([0, 0, 3, 3, 4], jnp.int32)
-    got = np.asarray(jax.jit(dm.held_out_class_log_probs)(  # one program (op by op: ~80)
-        model, y, beta, jnp.array(LABELLED)))
+    # NumPy labels at the prompt: the library's function is compiled (jax.jit), one program
+    got = np.asarray(dm.held_out_class_log_probs(model, np.asarray(y), np.asarray(beta),
+                                                 np.array(LABELLED)))
     for row, i in enumerate(LABELLED):
         ys = np.tile(np.asarray(y), (C * M, 1))
         bs = np.tile(np.asarray(beta), (C * M, 1))

@@ -289,6 +289,7 @@ def laplacian_indicators(model: DirichletDiffusionMixture, y) -> jax.Array:
     return off + model.laplacian_diagonal[:, None] * onehot
 
 
+@jax.jit
 def sufficient_statistics(model: DirichletDiffusionMixture, y, beta) -> MixtureStats:
     """Recompute (c_j, c_{j,l}, L b^(j)) from scratch: O(m d C)."""
     m, C = model.n_nodes, model.n_classes
@@ -348,12 +349,14 @@ def log_joint_delta(new: MixtureTerms, old: MixtureTerms) -> jax.Array:
 # ----------------------------------------------------------------------------- single site
 
 
+@jax.jit
 def remove_site(model, stats: MixtureStats, i, y_i, beta_i) -> MixtureStats:
     """Statistics of ``(y, beta)`` without node i (c'_j, c'_{j,l}, L b'^(j)): O(d)."""
     delta = -jax.nn.one_hot(y_i, model.n_classes, dtype=stats.laplacian_indicators.dtype)
     return _shift_site(model, stats, i, y_i, beta_i, -1, delta)
 
 
+@jax.jit
 def add_site(model, stats: MixtureStats, i, y_i, beta_i) -> MixtureStats:
     """Statistics with node i added back at ``(y_i, beta_i)``: O(d)."""
     delta = jax.nn.one_hot(y_i, model.n_classes, dtype=stats.laplacian_indicators.dtype)
@@ -421,6 +424,7 @@ def class_log_weights(model, removed: MixtureStats, i) -> jax.Array:
     return jnp.where(allowed, logits, -jnp.inf)
 
 
+@jax.jit
 def pair_log_conditional(model, removed: MixtureStats, i) -> jax.Array:
     """``log p(y_i, beta_i | rest)`` of Eq. (7) up to a constant, float[C, m].
 
@@ -433,6 +437,7 @@ def pair_log_conditional(model, removed: MixtureStats, i) -> jax.Array:
     return class_log_weights(model, removed, i)[:, None] + comp + model.log_diffusion[i][None]
 
 
+@jax.jit
 def held_out_class_log_probs(model, y, beta, nodes, stats: MixtureStats | None = None):
     """Leave-one-out class predictive of Eq. (7): ``log p(y_i = c | y_-i, beta_-i)`` for each
     node i in ``nodes`` (int[n]), float[n, C] normalised over c, with node i's own label
