@@ -348,3 +348,24 @@ def test_engine_choices_are_checked(sym_graph, labels):
     traced = jax.jit(lambda m: naive_mean_field(m, options=SEQ)[0].fields)(model)
     plain, _ = naive_mean_field(model, options=SEQ)
     np.testing.assert_allclose(traced, plain.fields, atol=1e-10)
+
+
+def test_an_order_with_many_levels_is_compiled_under_auto():
+    """A path graph numbered along the path has one node per level (300 stages): engine
+    "auto" then runs the compiled node loop (its level count stops at HOST_MAX_STAGES);
+    engine "host" still runs it, with the same fields."""
+    from graphssl.inference.optimize.mean_field_host import HOST_MAX_STAGES, sequential_levels
+
+    n = 300
+    path = sp.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1], shape=(n, n))
+    lab = np.full(n, -1)
+    lab[[0, n - 1]] = [0, 1]
+    model = PottsModel.from_labels(Graph.from_scipy(path), lab, 2, beta=2.0)
+    index = np.asarray(model.neighbor_index)
+    assert sequential_levels(index).max() == n - 1
+    assert sequential_levels(index, HOST_MAX_STAGES) is None
+    options = MeanFieldOptions("sequential", tol=1e-10, max_iter=3000)
+    auto, _ = naive_mean_field(model, options=options)
+    host, _ = naive_mean_field(model, options=options._replace(engine="host"))
+    assert isinstance(auto.fields, jax.Array) and isinstance(host.fields, np.ndarray)
+    np.testing.assert_allclose(host.fields, auto.fields, atol=1e-9)

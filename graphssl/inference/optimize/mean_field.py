@@ -247,10 +247,9 @@ def _host_stages(options, unary, neighbor_index, colors, *arrays):
     if options.order == "chromatic":
         perm, bounds = _color_ranges(neighbor_index, colors, n)
         return [perm[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    stages = stages_of(sequential_levels(neighbor_index))
-    if options.engine == "auto" and len(stages) > HOST_MAX_STAGES:
-        return None
-    return stages
+    limit = HOST_MAX_STAGES if options.engine == "auto" else None
+    levels = sequential_levels(neighbor_index, limit)
+    return None if levels is None else stages_of(levels)
 
 
 def _solve_on_host(unary, neighbor_index, neighbor_weight, clamped, clamp_labels,

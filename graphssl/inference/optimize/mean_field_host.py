@@ -27,7 +27,7 @@ program (~25-40 ms with a warm cache, ~0.3 s cold) and moving the arrays. Measur
 cores (``benchmarks/bench_cost.py`` data: 10 Gaussian clusters, d = 32, k = log2 n, 1 %
 labels), sequential order: 19 levels and 20 ms at n = 10^3, 26 levels and 84 ms at 10^4
 (levels 12 ms, 6 sweeps), against 48 ms for the compiled node loop at 10^4 once loaded; at
-10^5 the compiled sweeps win (0.97 s), hence ``mean_field.HOST_MAX_NODES`` (10^4).
+10^5 the compiled sweeps win (0.97 s against 1.3 s), hence ``mean_field.HOST_MAX_NODES`` (10^4).
 """
 
 from __future__ import annotations
@@ -42,12 +42,13 @@ __all__ = ["HOST_MAX_STAGES", "sequential_levels", "solve_gauss_seidel_host", "s
 HOST_MAX_STAGES = 128
 
 
-def sequential_levels(neighbor_index) -> np.ndarray:
+def sequential_levels(neighbor_index, max_levels: int | None = None) -> np.ndarray | None:
     """``int[n]`` stage of each node for the sequential (index-order) sweep: ``level(i) =
     1 + max level(j)`` over the nodes ``j < i`` that i reads or that read i (the padded
     table ``int[n, d]``, in either direction; padding slots hold the node itself), 0 when
-    there is none. Nodes of one level share no table entry; computed by relaxation (one
-    vectorised pass per level)."""
+    there is none. Nodes of one level share no table entry. Computed by relaxation, one
+    vectorised pass over the edges per level; None once the order needs more than
+    ``max_levels`` levels (the passes stop there)."""
     index = np.asarray(neighbor_index)
     n, d = index.shape
     rows = np.repeat(np.arange(n), d)
@@ -55,12 +56,14 @@ def sequential_levels(neighbor_index) -> np.ndarray:
     keep = rows != cols
     later, earlier = np.maximum(rows[keep], cols[keep]), np.minimum(rows[keep], cols[keep])
     level = np.zeros(n, np.int64)
-    while True:
+    passes = 0
+    while max_levels is None or passes <= max_levels:
         new = np.zeros(n, np.int64)
         np.maximum.at(new, later, level[earlier] + 1)
         if np.array_equal(new, level):
             return level
-        level = new
+        level, passes = new, passes + 1
+    return None
 
 
 def stages_of(labels) -> list[np.ndarray]:
