@@ -255,7 +255,10 @@ def _host_stages(options, unary, neighbor_index, colors, *arrays):
 def _solve_on_host(unary, neighbor_index, neighbor_weight, clamped, clamp_labels,
                    init_fields, options, stages):
     """:func:`solve_mean_field` by :func:`solve_gauss_seidel_host`: NumPy arrays in JAX's
-    canonical dtypes (those of the compiled solve), nothing moved to a device."""
+    canonical dtypes (those of the compiled solve). The solution's arrays are on the side of
+    the input's: NumPy for a host model (nothing moved to a device, no JAX back end
+    started), JAX arrays for a model on a device."""
+    given = unary
     unary = host_array(unary)
     n, q = unary.shape
     clamped = np.zeros(n, bool) if clamped is None else np.asarray(clamped, bool)
@@ -269,10 +272,9 @@ def _solve_on_host(unary, neighbor_index, neighbor_weight, clamped, clamp_labels
                                              clamp_onehot, fields0, stages, options.tol,
                                              int(options.max_iter))
     log_phi = _log_softmax_clamped_host(fields, clamped, clamp_onehot)
-    solution = MeanFieldSolution(host_array(np.exp(log_phi)), host_array(log_phi),
-                                 host_array(fields))
-    return solution, MeanFieldInfo(iterations=t, residual=res,
-                                   converged=np.asarray(res < options.tol))
+    solution = MeanFieldSolution(*(alike(a, given) for a in (np.exp(log_phi), log_phi, fields)))
+    info = (t, res, np.asarray(res < options.tol))
+    return solution, MeanFieldInfo(*(alike(a, given) for a in info))
 
 
 def _concrete(*arrays) -> bool:
