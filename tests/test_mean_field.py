@@ -353,12 +353,12 @@ def test_engine_choices_are_checked(sym_graph, labels):
 
 
 def test_an_order_with_many_levels_is_compiled_under_auto():
-    """A path graph numbered along the path has one node per level (300 stages): engine
+    """A path graph numbered along the path has one node per level (150 stages): engine
     "auto" then runs the compiled node loop (its level count stops at HOST_MAX_STAGES);
-    engine "host" still runs it, with the same fields."""
+    engine "host" still runs it, with the same fields after 20 sweeps."""
     from graphssl.inference.optimize.mean_field_host import HOST_MAX_STAGES, sequential_levels
 
-    n = 300
+    n = 150
     path = sp.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1], shape=(n, n))
     lab = np.full(n, -1)
     lab[[0, n - 1]] = [0, 1]
@@ -368,10 +368,10 @@ def test_an_order_with_many_levels_is_compiled_under_auto():
     assert sequential_levels(index, HOST_MAX_STAGES) is None
     from graphssl.inference.optimize.mean_field import mean_field_tables, solve_mean_field
 
-    options = MeanFieldOptions("sequential", tol=1e-10, max_iter=3000)
+    options = MeanFieldOptions("sequential", tol=1e-300, max_iter=20)
     tables = [np.asarray(a) for a in mean_field_tables(model)]  # NumPy in: NumPy out on host
     observed, clamp = np.asarray(model.observed), np.asarray(model.labels)
     auto, _ = solve_mean_field(*tables, observed, clamp, options=options)
     host, _ = solve_mean_field(*tables, observed, clamp, options=options._replace(engine="host"))
     assert isinstance(auto.fields, jax.Array) and isinstance(host.fields, np.ndarray)
-    np.testing.assert_allclose(host.fields, auto.fields, atol=1e-9)
+    np.testing.assert_allclose(host.fields, auto.fields, atol=1e-12)
