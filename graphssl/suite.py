@@ -146,11 +146,30 @@ def _client(workers: int, scheduler: str | None):
     return client, close
 
 
+def _shared_value(value):
+    return value
+
+
+def _shared_future(client, value):
+    """A future holding ``value`` for every cell: the result of a task that carries the value,
+    fetched by each worker once. Unlike ``client.scatter``, the scheduler can compute it again
+    when the workers holding it die -- scattered data held only by a killed worker is lost
+    for good, and every cell still waiting for it fails (seen in CI: the data was scattered
+    before the second worker of a fresh LocalCluster had joined, then that one worker was
+    killed). The value travels once, inside the task (the large-graph warning is for graphs
+    re-sent per task, not this)."""
+    import dask
+
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "4GB"}):
+        return client.submit(_shared_value, value, pure=False,
+                             key=f"graphssl-shared-{uuid.uuid4().hex}")
+
+
 def _on_dask(cells, shared, common, client) -> Iterator[tuple[tuple[str, int], dict, dict]]:
     from dask.distributed import as_completed
 
     graph, y, X = shared
-    graph, y, X = (client.scatter(value, broadcast=True) if value is not None else None
+    graph, y, X = (_shared_future(client, value) if value is not None else None
                    for value in (portable(graph), y, X))  # once per worker, not per cell
     futures = {}
     for cell, (factory, labelled) in cells:

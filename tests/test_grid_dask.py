@@ -168,5 +168,14 @@ def test_grid_on_two_process_cluster_matches_serial_and_survives_a_killed_worker
                                          progress=False, budget=budget, config={"grid": 1},
                                          client=client)
             assert not writes and all(r["resumed"] for runs in again.values() for r in runs)
+            # the grid's shared inputs survive the death of every worker holding them (data
+            # given by client.scatter would be lost for good: the cells waiting for it fail)
+            shared = suite._shared_future(client, np.arange(10.0))
+            assert shared.result() is not None
+            pids = client.run(os.getpid)
+            for worker in client.who_has([shared])[shared.key]:
+                os.kill(pids[worker], signal.SIGKILL)
+            total = client.submit(lambda v: float(v.sum()), shared, pure=False)
+            assert total.result(timeout=120) == 45.0
     finally:
         cluster.close(timeout=30)
