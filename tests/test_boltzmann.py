@@ -329,6 +329,9 @@ def test_knn_pairs_are_symmetric_and_hold_nearest_neighbours():
     d = ((X[:, None] - X[None]) ** 2).sum(-1) + np.diag(np.full(30, np.inf))
     assert all((i, int(d[i].argmin())) in pairs for i in range(30))
     np.testing.assert_allclose(geo.sq_dist, d[geo.senders, geo.receivers])
+    one_column = pair_geometry(X, k=3, per_feature=False)  # the shared-length-scale form
+    assert one_column.sq_diff.shape == (geo.sq_diff.shape[0], 1)
+    np.testing.assert_allclose(one_column.sq_dist, geo.sq_dist, rtol=1e-6)
 
 
 def test_estimator_corrects_noisy_labels_and_exposes_length_scales():

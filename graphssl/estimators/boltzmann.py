@@ -16,7 +16,7 @@ from graphssl.graph import Graph, unreached_nodes
 from graphssl.inference.boltzmann import learning as bl
 from graphssl.inference.boltzmann import selection as bs
 from graphssl.inference.boltzmann.expectations import _kernel as chain_kernel
-from graphssl.models.boltzmann import PairGeometry, pair_geometry
+from graphssl.models.boltzmann import PairGeometry, locally_scaled, pair_geometry
 
 __all__ = ["BoltzmannMRFClassifier"]
 
@@ -81,7 +81,12 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         ``log h_i`` (Eq. 40's ``beta_c`` per node: ``node_field``), and a node no label
         reaches gets ``h_i``; ``None``: no feature model.
       k, symmetrize, weight, sigma: the kNN graph of the base class, used for ``pairs="knn"``
-        and for the inductive extension of ``predict(X_new)``.
+        and for the inductive extension of ``predict(X_new)``. ``sigma="local"`` (default)
+        also scales the model's pairs (:func:`~graphssl.models.boltzmann.locally_scaled`):
+        ``A_ij = exp(alpha_0 - d_ij^2 sigma_ref^2 / (sigma_i sigma_j e^{alpha}))`` with each
+        point's own width ``sigma_i`` (its k-th neighbour distance / 3, the other
+        estimators' local widths) and their median ``sigma_ref``; any other value keeps
+        Eq. (39) on the raw differences. ``fit_graph`` pairs are never rescaled.
       random_state: None, an int or a ``numpy.random.Generator``.
       progress: ``"auto"`` (default), True or False: the grid route's coupling search.
         ``"auto"``: once its first grid points show that the search needs more than 10 s
@@ -97,9 +102,12 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
     Attributes (besides the base class's):
       theta_: the parameters (``ExtendedParams``; ``BasicParams`` for the basic model's
         likelihood route; ``gamma = inf`` for clamped labels on the grid route).
-      log_length_scales_: ``alpha_d`` of Eq. 39; ``length_scales_``: ``sqrt(e^{alpha_d} /
-        2)``, the Gaussian-kernel length scale per feature; ``sigma_`` for the basic model's
-        likelihood route.
+      log_length_scales_: ``alpha_d`` of Eq. 39 (the grid route: one value shared by every
+        feature); ``length_scales_``: ``sqrt(e^{alpha_d} / 2)``, the Gaussian-kernel length
+        scale per feature; ``sigma_`` for the basic model's likelihood route.
+      pair_geometry_: the model's pairs and their squared differences
+        (:class:`~graphssl.models.boltzmann.PairGeometry`; locally scaled with
+        ``sigma="local"``; one column on the grid route).
       grid_: the :class:`~graphssl.inference.boltzmann.selection.GridResult` (grid route).
       log_likelihood_: ``log P(O_L | X, Theta*)`` (likelihood route: exact or Eq. 27).
       suspected_label_errors_: indices of labelled points whose posterior disagrees with
@@ -131,7 +139,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         k=10,
         symmetrize="max",
         weight="gaussian",
-        sigma="kth_over_3",
+        sigma="local",
         progress="auto",
     ):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
@@ -197,15 +205,20 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         return bl.ExponentialSigmaPrior(rate=float(self.sigma_rate), sigma_max=d_max)
 
     # ------------------------------------------------------------------ geometry
-    def _geometry(self, graph, pairs):
-        """Pairs of the model: those of the given graph (``fit_graph``), else dense or kNN."""
+    def _geometry(self, graph, pairs, per_feature=True):
+        """Pairs of the model: those of the given graph (``fit_graph``), else dense or kNN
+        (one squared-distance column unless ``per_feature``: the grid route shares one
+        length scale), locally scaled with ``sigma="local"`` (:func:`locally_scaled`)."""
         X = self.X_graph_
         if self.X_fit_ is None:  # fit_graph: the pairs are the given graph's edges
             s, r = np.asarray(graph.senders), np.asarray(graph.receivers)
             return PairGeometry(jnp.asarray(s, jnp.int32), jnp.asarray(r, jnp.int32),
                                 jnp.asarray(_pair_sq_diff(X, s, r)), X.shape[0])
-        return pair_geometry(np.asarray(X, dtype=np.float64),
-                             None if pairs == "dense" else int(self.k_))
+        X = np.asarray(X, dtype=np.float64)
+        geometry = pair_geometry(X, None if pairs == "dense" else int(self.k_), per_feature)
+        if self.sigma == "local":
+            geometry = locally_scaled(geometry, _own_widths(X, int(self.k_)))
+        return geometry
 
     def _unreached_mask(self, graph, labels):
         """Unreached along the model's pairs (dense pairs reach every node); with a feature
@@ -243,7 +256,8 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         C = int(max(n_classes, 2))
         method, pairs, learning = self._check(n, C)
         prior = self._fit_feature_prior(labels, n_classes)
-        geometry = self._geometry(graph, pairs)
+        geometry = self._geometry(graph, pairs, per_feature=learning != "grid")
+        self.pair_geometry_ = geometry
         self._pair_graph = Graph(geometry.senders, geometry.receivers,
                                  jnp.ones(geometry.senders.shape[0]), n)
         self.method_, self.learning_ = method, learning
@@ -269,6 +283,10 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             self.sigma_ = float(jnp.exp(theta.log_sigma))
         else:
             self.log_length_scales_ = np.asarray(theta.log_length_scales)
+            if self.X_fit_ is not None and self.log_length_scales_.size == 1:
+                # the grid route's one length scale, shared by every feature
+                self.log_length_scales_ = np.full(self.X_fit_.shape[1],
+                                                  float(self.log_length_scales_[0]))
             self.length_scales_ = np.sqrt(np.exp(self.log_length_scales_) / 2.0)
         return post.marginals[:, :n_classes]
 
@@ -312,6 +330,18 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.n_iter_ = int(info["iterations"])
         kwargs = {} if method == "enumeration" else {"key": k_post, "chains": self._chains()}
         return bl.posterior(problem, theta, method=method, **kwargs)
+
+
+def _own_widths(X: np.ndarray, k: int) -> np.ndarray:
+    """Each point's distance to its ``k``-th nearest other point over 3 (the estimators'
+    ``sigma="local"`` rule, :func:`graphssl.graph.weights.local_widths`)."""
+    from sklearn.neighbors import NearestNeighbors
+
+    from graphssl.graph.weights import local_widths
+
+    k = max(1, min(int(k), X.shape[0] - 1))
+    distances, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
+    return local_widths(distances[:, 1:])
 
 
 def _pair_sq_diff(X, senders, receivers) -> np.ndarray:
