@@ -61,6 +61,12 @@ def test_boltzmann_map_at_or_below_mean_and_draws(blobs):
     codes = np.searchsorted(clf.classes_, clf.map_labels_)
     marg = clf.label_distributions_
     _assert_map_is_lowest(clf._sampled_model, codes, clf.samples_, marg)
+    energies = clf.map_search_.energies  # the search's record and verdict, as Potts's
+    assert clf.map_search_.energy == min(energies.values())
+    assert {"chains_best", "posterior_mean", "alpha_expansion"} <= set(energies)
+    assert clf.map_report_.verdict in ("agree", "model", "search")
+    assert clf.map_report_.disagreement == pytest.approx(
+        np.mean((clf.map_labels_ != clf.transduction_)[labels < 0]))
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

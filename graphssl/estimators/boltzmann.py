@@ -111,7 +111,12 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
       grid_: the :class:`~graphssl.inference.boltzmann.selection.GridResult` (grid route).
       log_likelihood_: ``log P(O_L | X, Theta*)`` (likelihood route: exact or Eq. 27).
       suspected_label_errors_: indices of labelled points whose posterior disagrees with
-        their observed label; ``map_labels_``: the most probable joint labelling found.
+        their observed label; ``map_labels_``: the most probable joint labelling found
+        (exact under enumeration; for chains the lowest energy among the best draw, ICM and
+        alpha-expansion); ``map_search_``: that search's energies side by side
+        (``MapSearchInfo``, None under enumeration); ``map_report_``: a ``MapReport`` saying
+        whether a MAP / posterior-mean disagreement above 3 % of the unlabelled nodes is the
+        model's mode or the search's (None under enumeration).
       fit_info_, restarts_: the likelihood route's optimiser records.
     """
 
@@ -270,6 +275,13 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             post = self._fit_likelihood(problem, k_fit, k_post, method)
         self.suspected_label_errors_ = post.suspected_errors
         self._map_encoded = np.asarray(post.map_labels)  # map_labels_ set by the base
+        self.map_search_ = post.map_search
+        self.map_report_ = None
+        if post.map_search is not None:  # why MAP and posterior mean differ, if they do
+            from graphssl.inference.optimize.map_search import map_report
+
+            self.map_report_ = map_report(post.map_labels, post.posterior_mean_labels,
+                                          post.map_search, free=np.asarray(labels) < 0)
         self.samples_, self._sampled_model = post.samples, post.model  # None: enumeration
         if post.samples is not None:  # R-hat / ESS of the final posterior's chains
             from graphssl.diagnostics import check_convergence

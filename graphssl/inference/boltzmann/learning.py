@@ -112,7 +112,9 @@ class BoltzmannPosterior(NamedTuple):
     ``p_observed`` = ``P(y_i = o_i | O_L)`` (NaN where unobserved); ``samples`` /
     ``model``: the chains (:class:`~graphssl.inference.mcmc.chains.Samples`) and the
     clamped-phase model they sampled, for convergence checks and ArviZ (None under
-    enumeration)."""
+    enumeration); ``map_search``: the search's record, every candidate's energy side by
+    side (:class:`~graphssl.inference.optimize.map_search.MapSearchInfo`; None under
+    enumeration, whose mode is exact)."""
 
     marginals: np.ndarray
     posterior_mean_labels: np.ndarray
@@ -121,6 +123,7 @@ class BoltzmannPosterior(NamedTuple):
     p_observed: np.ndarray
     samples: object = None
     model: object = None
+    map_search: object = None
 
 
 def posterior(
@@ -156,12 +159,13 @@ def posterior(
     labels = np.asarray(problem.labels)
     obs = labels >= 0
     mean_labels = marg.argmax(1)
+    search = None
     if samples is not None:  # the lowest energy found, not merely the best draw
         from graphssl.inference.optimize.map_search import map_search
 
-        mode, _ = map_search(clamped, samples=samples, posterior_mean=mean_labels)
+        mode, search = map_search(clamped, samples=samples, posterior_mean=mean_labels)
     p_obs = np.full(len(labels), np.nan)
     p_obs[obs] = marg[obs, labels[obs]]
     wrong = np.flatnonzero(obs & (mean_labels != labels))
     return BoltzmannPosterior(marg, mean_labels, np.asarray(mode), wrong, p_obs, samples,
-                              None if samples is None else clamped)
+                              None if samples is None else clamped, search)

@@ -507,9 +507,9 @@ def grid_posterior(model: BoltzmannMRF, labels, key, *, method: str = "swendsen_
     labels = np.asarray(labels)
     observed = labels >= 0
     mean_labels = marginals.argmax(1)
-    mode, _ = map_search(model, samples=samples, posterior_mean=mean_labels)
+    mode, search = map_search(model, samples=samples, posterior_mean=mean_labels)
     p_observed = np.full(labels.shape, np.nan)
     p_observed[observed] = marginals[observed, labels[observed]]
     wrong = np.flatnonzero(observed & (mean_labels != labels))
     return BoltzmannPosterior(marginals, mean_labels, np.asarray(mode), wrong, p_observed,
-                              samples, model)
+                              samples, model, search)

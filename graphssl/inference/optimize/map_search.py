@@ -198,7 +198,9 @@ def map_report(map_labels, posterior_mean, info, *, free=None, tolerance: float 
     if np.isfinite(e_chain) and e_chain > e_pm:
         verdict = "search"
         parts.append(". The chains' best draw lies above the posterior-mean labelling: the "
-                     "sampler never visited the mode; the search's labelling is reported.")
+                     f"sampler never visited the mode, the search ({info.best}) found it")
+        parts.append(", below the posterior-mean labelling too: the model's mode is not its "
+                     "posterior mean either." if e_map < e_pm else ".")
     else:
         verdict = "model"
         parts.append(". The lowest energy found lies below the posterior-mean labelling: the "
