@@ -16,7 +16,12 @@ from graphssl.graph import Graph, unreached_nodes
 from graphssl.inference.boltzmann import learning as bl
 from graphssl.inference.boltzmann import selection as bs
 from graphssl.inference.boltzmann.expectations import _kernel as chain_kernel
-from graphssl.models.boltzmann import PairGeometry, locally_scaled, pair_geometry
+from graphssl.models.boltzmann import (
+    PairGeometry,
+    locally_scaled,
+    pair_geometry,
+    pair_sq_distances,
+)
 
 __all__ = ["BoltzmannMRFClassifier"]
 
@@ -370,5 +375,5 @@ def _pair_sq_diff(X, senders, receivers) -> np.ndarray:
         return d2[:, None]
     X = np.asarray(X, dtype=np.float64)
     if senders.size * X.shape[1] > PER_FEATURE_MAX:
-        return np.sum((X[senders] - X[receivers]) ** 2, axis=1, keepdims=True)
+        return pair_sq_distances(X, senders, receivers)[:, None]
     return (X[senders] - X[receivers]) ** 2

@@ -65,6 +65,7 @@ __all__ = [
     "log_evidence_normaliser",
     "log_likelihood_from_partitions",
     "pair_geometry",
+    "pair_sq_distances",
     "unclamped_gamma_moment",
 ]
 
@@ -123,13 +124,14 @@ def pair_geometry(X, k: int | None = None, per_feature: bool = True) -> PairGeom
             axis=0,
         )
         s, r = pairs[:, 0], pairs[:, 1]
-    sq = (X[s] - X[r]) ** 2 if per_feature else _pair_sq_dist(X, s, r)[:, None]
+    sq = (X[s] - X[r]) ** 2 if per_feature else pair_sq_distances(X, s, r)[:, None]
     return PairGeometry(jnp.asarray(s, jnp.int32), jnp.asarray(r, jnp.int32), jnp.asarray(sq), n)
 
 
-def _pair_sq_dist(X: np.ndarray, senders: np.ndarray, receivers: np.ndarray,
+def pair_sq_distances(X: np.ndarray, senders: np.ndarray, receivers: np.ndarray,
                   block: int = 4096) -> np.ndarray:
-    """``||x_s - x_r||^2`` per pair, a block of pairs at a time (no ``E x D`` array)."""
+    """``||x_s - x_r||^2`` per pair ``(senders[e], receivers[e])``, ``float64[E]``, a block of
+    pairs at a time (no ``E x D`` array)."""
     out = np.empty(senders.size, dtype=np.float64)
     for start in range(0, senders.size, block):
         stop = start + block
