@@ -332,6 +332,15 @@ def test_knn_pairs_are_symmetric_and_hold_nearest_neighbours():
     one_column = pair_geometry(X, k=3, per_feature=False)  # the shared-length-scale form
     assert one_column.sq_diff.shape == (geo.sq_diff.shape[0], 1)
     np.testing.assert_allclose(one_column.sq_dist, geo.sq_dist, rtol=1e-6)
+    # a search already done gives the same pairs (the estimator shares it with the widths)
+    from sklearn.neighbors import NearestNeighbors
+
+    idx = NearestNeighbors(n_neighbors=4).fit(X).kneighbors(X, return_distance=False)
+    given = pair_geometry(X, k=3, neighbours=idx)
+    np.testing.assert_array_equal(given.senders, geo.senders)
+    np.testing.assert_array_equal(given.receivers, geo.receivers)
+    with pytest.raises(ValueError, match="neighbours: expected shape"):
+        pair_geometry(X, k=3, neighbours=idx[:, :3])
 
 
 def test_estimator_corrects_noisy_labels_and_exposes_length_scales():

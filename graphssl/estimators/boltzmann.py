@@ -13,6 +13,7 @@ from graphssl._progress import check_progress
 from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.estimators.feature_prior import FeaturePriorMixin
 from graphssl.graph import Graph, unreached_nodes
+from graphssl.graph.weights import local_widths
 from graphssl.inference.boltzmann import learning as bl
 from graphssl.inference.boltzmann import selection as bs
 from graphssl.inference.boltzmann.expectations import _kernel as chain_kernel
@@ -225,10 +226,13 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             return PairGeometry(jnp.asarray(s, jnp.int32), jnp.asarray(r, jnp.int32),
                                 jnp.asarray(_pair_sq_diff(X, s, r)), X.shape[0])
         X = np.asarray(X, dtype=np.float64)
-        geometry = pair_geometry(X, None if pairs == "dense" else int(self.k_), per_feature)
-        if self.sigma == "local":
-            geometry = locally_scaled(geometry, _own_widths(X, int(self.k_)))
-        return geometry
+        k = int(self.k_)
+        if self.sigma != "local":
+            return pair_geometry(X, None if pairs == "dense" else k, per_feature)
+        distances, indices = _neighbours(X, k)  # one search: the pairs and the widths
+        geometry = pair_geometry(X, None if pairs == "dense" else indices.shape[1] - 1,
+                                 per_feature, None if pairs == "dense" else indices)
+        return locally_scaled(geometry, local_widths(distances[:, 1:]))
 
     def _unreached_mask(self, graph, labels):
         """Unreached along the model's pairs (dense pairs reach every node); with a feature
@@ -349,16 +353,15 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         return bl.posterior(problem, theta, method=method, **kwargs)
 
 
-def _own_widths(X: np.ndarray, k: int) -> np.ndarray:
-    """Each point's distance to its ``k``-th nearest other point over 3 (the estimators'
-    ``sigma="local"`` rule, :func:`graphssl.graph.weights.local_widths`)."""
+def _neighbours(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distances and indices ``[n, k + 1]`` of each row's ``k + 1`` nearest rows (itself
+    first), ``k`` cut to ``n - 1``: the kNN pairs of :func:`pair_geometry` and the
+    ``sigma="local"`` widths (:func:`graphssl.graph.weights.local_widths` of the k-th
+    neighbour distance) from one search."""
     from sklearn.neighbors import NearestNeighbors
 
-    from graphssl.graph.weights import local_widths
-
     k = max(1, min(int(k), X.shape[0] - 1))
-    distances, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
-    return local_widths(distances[:, 1:])
+    return NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
 
 
 def _pair_sq_diff(X, senders, receivers) -> np.ndarray:

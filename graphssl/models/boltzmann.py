@@ -91,7 +91,8 @@ class PairGeometry:
         return jnp.sum(self.sq_diff, axis=-1)
 
 
-def pair_geometry(X, k: int | None = None, per_feature: bool = True) -> PairGeometry:
+def pair_geometry(X, k: int | None = None, per_feature: bool = True,
+                  neighbours: np.ndarray | None = None) -> PairGeometry:
     """Pairs of a fully connected Boltzmann machine (``k=None``, Eq. 2) or of its
     kNN sparsification (``k`` neighbours, symmetrised by union), both directions stored,
     sorted by (sender, receiver).
@@ -99,7 +100,11 @@ def pair_geometry(X, k: int | None = None, per_feature: bool = True) -> PairGeom
     ``per_feature=False`` keeps one column, the squared distance ``d_ij^2`` (``sq_diff[E,
     1]``): exact for every coupling with one length scale shared by all features (Eq. 2,
     and Eq. 39 with equal ``alpha_d``, the grid route), and ``E`` numbers instead of ``E x
-    D`` (Text: 22 thousand pairs x 11960 features would be 2 GB)."""
+    D`` (Text: 22 thousand pairs x 11960 features would be 2 GB).
+
+    ``neighbours``: the ``int[n, k + 1]`` indices of a kNN search already done on ``X``
+    (each row's ``k + 1`` nearest points, itself among them, as scikit-learn's
+    ``kneighbors(X)`` returns them), to skip the search here; only with ``k``."""
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] < 2:
         raise ValueError(f"X must be a 2-D array with at least 2 rows, got shape {X.shape}.")
@@ -111,9 +116,15 @@ def pair_geometry(X, k: int | None = None, per_feature: bool = True) -> PairGeom
     else:
         if not (isinstance(k, (int, np.integer)) and 1 <= k < n):
             raise ValueError(f"k must be an integer in [1, n-1] = [1, {n - 1}] or None, got {k!r}.")
-        from sklearn.neighbors import NearestNeighbors
+        if neighbours is None:
+            from sklearn.neighbors import NearestNeighbors
 
-        idx = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X, return_distance=False)
+            idx = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X, return_distance=False)
+        else:
+            idx = np.asarray(neighbours)
+            if idx.shape != (n, k + 1):
+                raise ValueError(f"neighbours: expected shape {(n, k + 1)} (each row's k + 1 "
+                                 f"nearest points, itself included), got {idx.shape}")
         rows = np.repeat(np.arange(n), k + 1)
         cols = idx.reshape(-1)
         keep = rows != cols
