@@ -139,6 +139,31 @@ def test_local_widths_scale_the_model_pairs(moons, zero_noise_fit):
         locally_scaled(geo, np.zeros(geo.n_nodes))
 
 
+def test_an_ordered_posterior_is_reported(moons, zero_noise_fit, monkeypatch):
+    """A posterior that sweeps one class over the unlabelled nodes, beyond what the labelled
+    counts make plausible, is named (``collapsed_classes_``) and warned about; the balanced
+    moons fit is not. The collapse is forced by replacing the chains' posterior-mean
+    labels (the check reads those), so the test does not hinge on a coupling's phase."""
+    assert zero_noise_fit.collapsed_classes_.size == 0
+    X, _, labels = moons
+    real = bs.grid_posterior
+
+    def swept(*args, **kwargs):
+        post = real(*args, **kwargs)
+        return post._replace(posterior_mean_labels=np.ones_like(post.posterior_mean_labels))
+
+    monkeypatch.setattr(bs, "grid_posterior", swept)
+    clf = BoltzmannMRFClassifier(model="basic", grid=SETTINGS, n_chains=2, n_samples=60,
+                                 burn_in=10, progress=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, labels)
+    messages = [str(w.message) for w in caught if "ordered phase" in str(w.message)]
+    assert len(messages) == 1, [str(w.message) for w in caught]
+    assert "class 1 100 %" in messages[0] and "GridSettings(alpha0" in messages[0]
+    np.testing.assert_array_equal(clf.collapsed_classes_, [1])
+
+
 @pytest.mark.parametrize("k", [5, None])  # kNN pairs; dense pairs (the 10 nearest count)
 def test_data_scale_prior_mode_gives_a_typical_neighbour_coupling_e_to_minus_half(k):
     X = np.random.default_rng(0).normal(size=(120, 20))

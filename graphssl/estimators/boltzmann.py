@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -123,6 +124,10 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         (``MapSearchInfo``, None under enumeration); ``map_report_``: a ``MapReport`` saying
         whether a MAP / posterior-mean disagreement above 3 % of the unlabelled nodes is the
         model's mode or the search's (None under enumeration).
+      collapsed_classes_: the classes (values of ``classes_``) that hold more of the
+        unlabelled nodes in the posterior-mean labelling than their labelled counts make
+        plausible (:func:`~graphssl.inference.ordered_phase.collapsed_classes`): the ordered
+        phase, warned about when not empty.
       fit_info_, restarts_: the likelihood route's optimiser records.
     """
 
@@ -291,6 +296,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
 
             self.map_report_ = map_report(post.map_labels, post.posterior_mean_labels,
                                           post.map_search, free=np.asarray(labels) < 0)
+        self._report_ordered_phase(post.posterior_mean_labels, labels, n_classes)
         self.samples_, self._sampled_model = post.samples, post.model  # None: enumeration
         if post.samples is not None:  # R-hat / ESS of the final posterior's chains
             from graphssl.diagnostics import check_convergence
@@ -310,6 +316,38 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
                                                   float(self.log_length_scales_[0]))
             self.length_scales_ = np.sqrt(np.exp(self.log_length_scales_) / 2.0)
         return post.marginals[:, :n_classes]
+
+    def _report_ordered_phase(self, predicted, labels, n_classes) -> None:
+        """``collapsed_classes_``: the classes that hold more of the unlabelled nodes than
+        their labelled counts make plausible
+        (:func:`~graphssl.inference.ordered_phase.collapsed_classes`, the Potts estimator's
+        check); a warning names them, since such a posterior is the model's ordered phase
+        (the coupling sweeps a class over the graph), not what the labels say."""
+        from graphssl.inference.ordered_phase import collapsed_classes, plausible_share_limits
+
+        labels = np.asarray(labels)
+        predicted = np.asarray(predicted)
+        flagged = collapsed_classes(predicted, labels, n_classes)
+        self.collapsed_classes_ = self.classes_[flagged]
+        if flagged.size == 0:
+            return
+        free = labels < 0
+        share = np.bincount(predicted[free], minlength=n_classes) / max(int(free.sum()), 1)
+        limits = plausible_share_limits(labels, n_classes)
+        what = ", ".join(f"{self.classes_[c].tolist()!r} {100 * share[c]:.0f} % (plausible up to "
+                         f"{100 * limits[c]:.0f} %)" for c in flagged)
+        theta = self.theta_
+        at = (f"alpha_0 = {float(np.asarray(theta.alpha0)):.3g}" if hasattr(theta, "alpha0")
+              else f"sigma = {float(np.exp(np.asarray(theta.log_sigma))):.3g}")
+        fix = ("grid_.ordered and grid_.class_shares show the phase along the coupling grid; "
+               "grid=GridSettings(alpha0=...) with weaker couplings avoids it"
+               if getattr(self, "grid_", None) is not None else
+               "a weaker coupling (a prior that keeps alpha_0 lower) avoids it")
+        warnings.warn(
+            f"{type(self).__name__}: the posterior puts more of the unlabelled nodes in "
+            f"class {what} than the labelled counts make plausible: at the chosen coupling "
+            f"({at}) the model is in its ordered phase, one class swept over the graph; "
+            f"{fix}", UserWarning, stacklevel=4)
 
     def _fit_grid(self, problem, labels, prior, k_fit, k_post, method):
         """The grid route (class docstring); sets ``theta_`` and ``grid_``."""
