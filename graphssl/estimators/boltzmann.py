@@ -235,8 +235,8 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         if self.sigma != "local":
             return pair_geometry(X, None if pairs == "dense" else k, per_feature)
         distances, indices = _neighbours(X, k)  # one search: the pairs and the widths
-        geometry = pair_geometry(X, None if pairs == "dense" else indices.shape[1] - 1,
-                                 per_feature, None if pairs == "dense" else indices)
+        knn = None if pairs == "dense" else indices
+        geometry = pair_geometry(X, None if knn is None else knn.shape[1] - 1, per_feature, knn)
         return locally_scaled(geometry, local_widths(distances[:, 1:]))
 
     def _unreached_mask(self, graph, labels):
@@ -323,7 +323,11 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         (:func:`~graphssl.inference.ordered_phase.collapsed_classes`, the Potts estimator's
         check); a warning names them, since such a posterior is the model's ordered phase
         (the coupling sweeps a class over the graph), not what the labels say."""
-        from graphssl.inference.ordered_phase import collapsed_classes, plausible_share_limits
+        from graphssl.inference.ordered_phase import (
+            collapsed_classes,
+            plausible_share_limits,
+            unlabelled_shares,
+        )
 
         labels = np.asarray(labels)
         predicted = np.asarray(predicted)
@@ -331,8 +335,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.collapsed_classes_ = self.classes_[flagged]
         if flagged.size == 0:
             return
-        free = labels < 0
-        share = np.bincount(predicted[free], minlength=n_classes) / max(int(free.sum()), 1)
+        share = unlabelled_shares(predicted, labels, n_classes)
         limits = plausible_share_limits(labels, n_classes)
         what = ", ".join(f"{self.classes_[c].tolist()!r} {100 * share[c]:.0f} % (plausible up to "
                          f"{100 * limits[c]:.0f} %)" for c in flagged)

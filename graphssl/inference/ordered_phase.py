@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import beta as beta_distribution
 
-__all__ = ["collapsed_classes", "plausible_share_limits"]
+__all__ = ["collapsed_classes", "plausible_share_limits", "unlabelled_shares"]
 
 
 def collapsed_classes(predicted, labels, n_classes: int, alpha: float = 1e-3) -> np.ndarray:
@@ -30,12 +30,18 @@ def collapsed_classes(predicted, labels, n_classes: int, alpha: float = 1e-3) ->
     Returns:
       ``int[...]``: the flagged classes (empty when the solution looks disordered enough).
     """
-    labels = np.asarray(labels)
-    free = labels < 0
-    if not free.any():
+    if not np.any(np.asarray(labels) < 0):
         return np.zeros(0, np.int64)
-    share = np.bincount(np.asarray(predicted)[free], minlength=n_classes) / free.sum()
+    share = unlabelled_shares(predicted, labels, n_classes)
     return np.flatnonzero(share > plausible_share_limits(labels, n_classes, alpha))
+
+
+def unlabelled_shares(predicted, labels, n_classes: int) -> np.ndarray:
+    """``float[q]``: each class's share of the unlabelled nodes' predictions (zeros when
+    every node is labelled)."""
+    free = np.asarray(labels) < 0
+    counts = np.bincount(np.asarray(predicted)[free], minlength=n_classes)
+    return counts / max(int(free.sum()), 1)
 
 
 def plausible_share_limits(labels, n_classes: int, alpha: float = 1e-3) -> np.ndarray:
