@@ -32,9 +32,11 @@ from graphssl.inference.mcmc.statistics import (
     DEFAULT_N_PAIRS,
     ConvergenceReport,
     ConvergenceWarning,
+    chain_label_frequencies,
     convergence_report,
     default_pairs,
     invariant_statistics,
+    label_stability,
     rhat_ess,
     thin_draws,
 )
@@ -49,6 +51,7 @@ __all__ = [
     "psis_loo",
     "pairwise_log_likelihood",
     "check_convergence",
+    "label_stability",
     "default_pairs",
     "posterior_mean_labels",
     "map_vs_posterior_mean",
@@ -259,7 +262,8 @@ def _statistics_of(data, model, observed_labels, pairs, n_pairs, extra, max_draw
 def check_convergence(data, *, model=None, observed_labels=None, pairs=None,
                       n_pairs: int = DEFAULT_N_PAIRS, extra=None, rhat_max: float = 1.01,
                       ess_min: float = 100.0, max_draws: int | None = 2000, warn: bool = True,
-                      source: str | None = None, stacklevel: int = 2) -> ConvergenceReport:
+                      source: str | None = None, stacklevel: int = 2,
+                      label_marginals=None) -> ConvergenceReport:
     """R-hat and ESS of the permutation-invariant statistics; warn when the chains fail.
 
     ``data``: a :class:`~graphssl.inference.Samples` record (energy, sorted class sizes and
@@ -271,16 +275,38 @@ def check_convergence(data, *, model=None, observed_labels=None, pairs=None,
     most ``max_draws`` draws per chain (thinned). When it fails and ``warn``, a
     :class:`ConvergenceWarning` (a ``sklearn.exceptions.ConvergenceWarning``) names the
     failing statistics and the fix, prefixed by ``source`` (e.g. the estimator's name).
+
+    The report's ``stability``
+    (:func:`~graphssl.inference.mcmc.statistics.label_stability`) says which posterior-mean
+    labels of the unlabelled nodes lie within two between-chain standard errors of a tie,
+    from ``label_marginals`` (``float[chains, n, C]``, e.g. Rao-Blackwellised per chain) or,
+    for a Samples record, each chain's label frequencies; the warning gives their share.
     Returns the :class:`~graphssl.inference.mcmc.statistics.ConvergenceReport`.
     """
     statistics, names = _statistics_of(data, model, observed_labels, pairs, n_pairs, extra,
                                        max_draws)
     report = convergence_report(statistics, rhat_max=rhat_max, ess_min=ess_min,
                                 max_draws=None, column_names=names)
+    stability = _label_stability_of(data, model, observed_labels, label_marginals, max_draws)
+    if stability is not None:
+        report = report._replace(stability=stability)
     if warn and not report.converged:
         prefix = f"{source}: " if source else ""
         warnings.warn(prefix + report.advice(), ConvergenceWarning, stacklevel=stacklevel)
     return report
+
+
+def _label_stability_of(data, model, observed_labels, label_marginals, max_draws):
+    """:func:`label_stability` over the unlabelled nodes, from ``label_marginals`` or a
+    Samples record's per-chain label frequencies; None when neither is there."""
+    if label_marginals is None and hasattr(data, "labels") and hasattr(data, "n_classes"):
+        label_marginals = chain_label_frequencies(thin_draws(np.asarray(data.labels), max_draws),
+                                                  int(data.n_classes))
+    if label_marginals is None:
+        return None
+    label_marginals = np.asarray(label_marginals)
+    y = _training_labels(label_marginals.shape[1], model, observed_labels)
+    return label_stability(label_marginals, free=None if y is None else y < 0)
 
 
 def posterior_mean_labels(samples) -> np.ndarray:

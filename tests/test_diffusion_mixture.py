@@ -619,6 +619,14 @@ def test_estimator_sample_more_equals_a_longer_fit(capsys):
     with pytest.raises(ValueError, match="n_iterations"):
         short.sample_more(2)
     _assert_map_is_lowest_energy_found(whole)  # issue 25 item 4, on this fit
+    # the convergence report judges the labelling from each chain's Rao-Blackwellised
+    # marginals (tests/test_label_stability.py for the rule), over the unlabelled nodes
+    from graphssl.diagnostics import label_stability
+    from graphssl.inference.diffusion_mixture.sampler import class_marginals
+
+    expected = label_stability(class_marginals(whole.samples_, per_chain=True), free=y < 0)
+    np.testing.assert_array_equal(whole.convergence_.stability.unsettled, expected.unsettled)
+    assert whole.convergence_.stability.n_chains == 2
     # the estimator hands its engine to the sampler (that both engines give the same draws
     # is tests/test_diffusion_mixture_fused.py's test)
     import graphssl.estimators.diffusion_mixture as dm_estimator

@@ -350,12 +350,15 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
     def _check_convergence(self) -> None:
         """``convergence_``: R-hat / ESS of the invariant statistics
         (:func:`graphssl.diagnostics.check_convergence`); a ``ConvergenceWarning`` names
-        the fix (more iterations, :meth:`sample_more`, :meth:`run_until_converged`)."""
+        the fix (more iterations, :meth:`sample_more`, :meth:`run_until_converged`) and how
+        many posterior-mean labels the chains' spread leaves within two standard errors of a
+        tie (``convergence_.stability``, from each chain's Rao-Blackwellised marginals)."""
         from graphssl.diagnostics import check_convergence
 
         self.convergence_ = check_convergence(
             self.samples_, model=self.model_, extra=self._invariant_traces(),
-            source=type(self).__name__, stacklevel=4)
+            source=type(self).__name__, stacklevel=4,
+            label_marginals=class_marginals(self.samples_, per_chain=True))
 
     def to_arviz(self, **kwargs):
         """The chains as an ArviZ DataTree (:func:`graphssl.diagnostics.to_arviz`):

@@ -38,6 +38,9 @@ __all__ = [
     "thin_draws",
     "rhat_ess",
     "convergence_report",
+    "LabelStability",
+    "chain_label_frequencies",
+    "label_stability",
 ]
 
 DEFAULT_N_PAIRS = 10
@@ -157,6 +160,85 @@ def rhat_ess(x) -> tuple[np.ndarray, np.ndarray]:
     return rhat, ess
 
 
+class LabelStability(NamedTuple):
+    """How much of a posterior-mean labelling the chains' Monte-Carlo error leaves open
+    (:func:`label_stability`).
+
+    Attributes:
+      unsettled: ``bool[n]``, nodes whose top class leads the runner-up by at most ``z``
+        between-chain standard errors (another seed or more draws may swap them).
+      fraction: the unsettled share of the free nodes (NaN with one chain: no spread to
+        measure).
+      chains_disagree: the share of the free nodes whose own-chain posterior-mean labels are
+        not the same in every chain.
+      n_chains: chains compared; z: the multiple of the standard error.
+    """
+
+    unsettled: np.ndarray
+    fraction: float
+    chains_disagree: float
+    n_chains: int
+    z: float
+
+    def sentence(self) -> str:
+        """The clause a convergence warning appends (empty when nothing is unsettled)."""
+        if not np.isfinite(self.fraction) or self.fraction <= 0:
+            return ""
+        return (f"; the chains leave {100 * self.fraction:.1f} % of the unlabelled nodes' "
+                f"posterior-mean labels within {self.z:g} standard errors of a tie (their own "
+                f"labels differ on {100 * self.chains_disagree:.1f} %): another random_state "
+                "may change those labels (convergence_.stability.unsettled marks them)")
+
+
+def chain_label_frequencies(labels, n_classes: int) -> np.ndarray:
+    """``float[chains, n, C]``: each chain's label frequencies over its draws
+    ``labels int[chains, draws, n]`` (the per-chain posterior marginals where no
+    Rao-Blackwellised ones are kept)."""
+    labels = _labels_of(labels)
+    if labels.shape[1] == 0:
+        raise ValueError("labels holds no draws; run the sampler with n_samples >= 1")
+    return np.stack([(labels == c).mean(axis=1) for c in range(int(n_classes))], axis=-1)
+
+
+def label_stability(per_chain_marginals, free=None, z: float = 2.0) -> LabelStability:
+    """Which posterior-mean labels lie within the chains' Monte-Carlo error of a tie.
+
+    ``per_chain_marginals``: ``float[K, n, C]``, each chain's estimate of the posterior
+    class marginals (label frequencies or Rao-Blackwellised conditionals); their mean over
+    chains is the estimator's labelling. For node i with top class ``a`` and runner-up ``b``
+    of the mean, the per-chain leads ``d_k = p_k[i, a] - p_k[i, b]`` give the lead ``mean_k
+    d_k`` and its standard error ``sd_k(d_k) / sqrt(K)`` (the chains as independent
+    replicates, Gelman et al.'s between-chain view); the label is unsettled when the lead is
+    at most ``z`` standard errors. Chains stuck in different modes (high R-hat) spread the
+    ``d_k`` and unsettle the labels they disagree on; converged chains leave only the nodes
+    that are truly near a tie. Meaningful where observed labels anchor the classes (a chain
+    free to rename its classes has per-chain marginals in its own naming). ``free``:
+    ``bool[n]``, the nodes counted (default all). Returns a :class:`LabelStability`.
+    """
+    p = np.asarray(per_chain_marginals, dtype=np.float64)
+    if p.ndim != 3:
+        raise ValueError(f"per_chain_marginals: expected float[chains, nodes, classes], got "
+                         f"shape {p.shape}")
+    n_chains, n, n_classes = p.shape
+    free = np.ones(n, bool) if free is None else np.asarray(free, dtype=bool)
+    if free.shape != (n,):
+        raise ValueError(f"free: expected bool[{n}], got shape {free.shape}")
+    if n_chains < 2 or n_classes < 2:
+        return LabelStability(np.zeros(n, bool), float("nan") if n_chains < 2 else 0.0,
+                              0.0, n_chains, float(z))
+    mean = p.mean(axis=0)
+    order = np.argsort(-mean, axis=1, kind="stable")
+    rows = np.arange(n)
+    lead = p[:, rows, order[:, 0]] - p[:, rows, order[:, 1]]  # [K, n]
+    se = lead.std(axis=0, ddof=1) / np.sqrt(n_chains)
+    unsettled = (se > 0) & (lead.mean(axis=0) <= z * se)
+    own = p.argmax(axis=2)
+    disagree = np.any(own != own[:1], axis=0)
+    count = max(int(free.sum()), 1)
+    return LabelStability(unsettled & free, float(np.sum(unsettled & free)) / count,
+                          float(np.sum(disagree & free)) / count, n_chains, float(z))
+
+
 class ConvergenceReport(NamedTuple):
     """What :func:`convergence_report` found.
 
@@ -167,6 +249,9 @@ class ConvergenceReport(NamedTuple):
       rhat, ess: ``{name: float[k]}`` per statistic column (NaN where it never changes).
       failing: ``("energy: R-hat 1.08", "class_sizes[1]: ESS 40", ...)``, worst first.
       n_chains, n_draws: the draws judged (after thinning); rhat_max, ess_min: the rule.
+      stability: the :class:`LabelStability` of the labelling (None where no per-chain
+        marginals were judged); an unconverged report's advice says how many labels it
+        leaves open.
     """
 
     converged: bool
@@ -179,6 +264,7 @@ class ConvergenceReport(NamedTuple):
     n_draws: int
     rhat_max: float
     ess_min: float
+    stability: LabelStability | None = None
 
     def advice(self) -> str:
         """One sentence naming the fix (empty when converged)."""
@@ -195,7 +281,7 @@ class ConvergenceReport(NamedTuple):
                 f"(R-hat <= {self.rhat_max:g} and ESS >= {self.ess_min:g} wanted; {found}; "
                 f"{self.n_chains} chains x {self.n_draws} draws): run {', '.join(fixes)}, or "
                 "continue the chains (sample_more / run_until_converged where the estimator "
-                "has them)")
+                "has them)" + ("" if self.stability is None else self.stability.sentence()))
 
 
 def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: float = 100.0,
