@@ -98,7 +98,9 @@ def invariant_diagnostics(estimator, observed=None, budget=None) -> dict | None:
     are the budget's. Returns ``rhat_energy``,
     ``ess_energy``, ``rhat_max`` / ``ess_min`` (worst over all statistics), ``converged``
     (R-hat <= ``budget.target_rhat`` and ESS >= ``budget.min_ess`` everywhere), ``failing``
-    (what fails, worst first), ``chains`` and ``draws``. ``None`` when the fit was not
+    (what fails, worst first), ``chains``, ``draws`` and ``unsettled_labels`` (the share of
+    the unlabelled nodes whose label the chains leave within two standard errors of a tie,
+    :func:`graphssl.diagnostics.label_stability`). ``None`` when the fit was not
     sampled or has fewer than 2 chains or 4 draws per chain.
     """
     from graphssl.inference.mcmc import statistics
@@ -122,17 +124,25 @@ def invariant_diagnostics(estimator, observed=None, budget=None) -> dict | None:
     stats = statistics.invariant_statistics(labels, energy, n_classes, pairs)
     report = statistics.convergence_report(stats, rhat_max=budget.target_rhat,
                                            ess_min=budget.min_ess)
-    return _from_report(report) | {"draws": int(n_draws)}
+    free = None if observed is None else ~np.asarray(observed, dtype=bool)  # clamped mask
+    stability = statistics.label_stability(
+        statistics.chain_label_frequencies(statistics.thin_draws(labels, 2000), n_classes),
+        free=free)
+    return _from_report(report._replace(stability=stability)) | {"draws": int(n_draws)}
 
 
 def _from_report(report) -> dict:
     """The record's fields from a :class:`~graphssl.inference.mcmc.statistics.ConvergenceReport`
-    (``draws`` = draws per chain judged, after its thinning to at most 2000)."""
+    (``draws`` = draws per chain judged, after its thinning to at most 2000;
+    ``unsettled_labels``: the share of the free nodes whose posterior-mean label the chains
+    leave within two standard errors of a tie, its ``stability``, or None)."""
     first = lambda d, k: float(np.asarray(d.get(k, [np.nan])).reshape(-1)[0])  # noqa: E731
     return {"rhat_energy": first(report.rhat, "energy"), "ess_energy": first(report.ess, "energy"),
             "rhat_max": report.max_rhat, "ess_min": report.min_ess,
             "converged": bool(report.converged), "failing": list(report.failing[:4]),
-            "chains": int(report.n_chains), "draws": int(report.n_draws)}
+            "chains": int(report.n_chains), "draws": int(report.n_draws),
+            "unsettled_labels": None if report.stability is None
+            else float(report.stability.fraction)}
 
 
 def _params(estimator) -> dict:

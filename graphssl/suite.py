@@ -308,6 +308,7 @@ _COLUMNS = [
     ("ece", "ECE"),
     ("rhat_max", "R-hat"),
     ("ess_min", "ESS"),
+    ("unsettled_labels", "unsettled"),
     ("seconds", "time s"),
 ]
 _EXTRA = ["rhat_energy", "ess_energy", "draws"]

@@ -149,6 +149,11 @@ def test_sampled_runs_extend_until_converged_or_budget(moons):
     assert summary["fake"]["converged"] is False and summary["fake"]["unconverged_splits"] == [0]
     table = suite.format_table(summary, short)
     assert "fake *" in table and "* not converged" in table and "fake: [0]" in table
+    # each chain's draws are coin flips: every label sits within its standard error of a tie
+    # (label_stability over the chains' own frequencies), reported beside R-hat and ESS
+    assert 0.7 <= record["unsettled_labels"] <= 1.0
+    assert "unsettled" in table.splitlines()[0]
+    assert summary["fake"]["unsettled_labels_mean"] == pytest.approx(record["unsettled_labels"])
 
 
 def test_map_and_posterior_mean_are_compared(moons):
