@@ -298,15 +298,19 @@ def check_convergence(data, *, model=None, observed_labels=None, pairs=None,
 
 def _label_stability_of(data, model, observed_labels, label_marginals, max_draws):
     """:func:`label_stability` over the unlabelled nodes, from ``label_marginals`` or a
-    Samples record's per-chain label frequencies; None when neither is there."""
+    Samples record's per-chain label frequencies; None when neither is there, or when no
+    training label anchors the classes (each chain's marginals are then in its own naming)."""
+    n = None if label_marginals is None else np.shape(label_marginals)[1]
+    n = n if n is not None else (np.shape(data.labels)[-1] if hasattr(data, "labels") else None)
+    y = None if n is None else _training_labels(n, model, observed_labels)
+    if y is None or not np.any(y >= 0):
+        return None
     if label_marginals is None and hasattr(data, "labels") and hasattr(data, "n_classes"):
         label_marginals = chain_label_frequencies(thin_draws(np.asarray(data.labels), max_draws),
                                                   int(data.n_classes))
     if label_marginals is None:
         return None
-    label_marginals = np.asarray(label_marginals)
-    y = _training_labels(label_marginals.shape[1], model, observed_labels)
-    return label_stability(label_marginals, free=None if y is None else y < 0)
+    return label_stability(label_marginals, free=y < 0)
 
 
 def posterior_mean_labels(samples) -> np.ndarray:

@@ -124,11 +124,11 @@ def invariant_diagnostics(estimator, observed=None, budget=None) -> dict | None:
     stats = statistics.invariant_statistics(labels, energy, n_classes, pairs)
     report = statistics.convergence_report(stats, rhat_max=budget.target_rhat,
                                            ess_min=budget.min_ess)
-    free = None if observed is None else ~np.asarray(observed, dtype=bool)  # clamped mask
-    stability = statistics.label_stability(
-        statistics.chain_label_frequencies(statistics.thin_draws(labels, 2000), n_classes),
-        free=free)
-    return _from_report(report._replace(stability=stability)) | {"draws": int(n_draws)}
+    if observed is not None and np.any(observed):  # labels anchor the classes of every chain
+        report = report._replace(stability=statistics.label_stability(
+            statistics.chain_label_frequencies(statistics.thin_draws(labels, 2000), n_classes),
+            free=~np.asarray(observed, dtype=bool)))
+    return _from_report(report) | {"draws": int(n_draws)}
 
 
 def _from_report(report) -> dict:

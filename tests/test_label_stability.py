@@ -99,3 +99,10 @@ def test_check_convergence_reports_the_unsettled_labels_of_stuck_chains():
                                    label_marginals=settled)
     assert not report.stability.unsettled.any()
     assert "tie" not in report.advice()
+    # no training label: nothing anchors the classes (a chain may name them its own way), so
+    # no per-chain comparison is made
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert check_convergence(_samples(labels)).stability is None
+        assert check_convergence(_samples(labels),
+                                 observed_labels=np.full(4, -1)).stability is None
