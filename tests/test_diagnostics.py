@@ -242,6 +242,22 @@ def test_check_convergence_passes_and_warns(run):
     assert not quiet.converged
 
 
+def test_a_statistic_stuck_in_every_chain_is_named_so():
+    """Constant within each chain, different between chains: the rank-normalised R-hat comes
+    out near 1e16; the report says what that means instead of printing the number."""
+    from graphssl.inference.mcmc.statistics import convergence_report
+
+    stuck = np.zeros((4, 50))
+    stuck[1:3] = 1.0
+    moving = np.random.default_rng(0).normal(size=(4, 50)) + np.arange(4)[:, None]
+    report = convergence_report({"n_components": stuck, "energy": moving,
+                                 "never_moves": np.ones((4, 50))})
+    assert report.failing[0] == ("n_components: each of the 4 chains stuck at its own value "
+                                 "(R-hat unbounded)")
+    assert any(f.startswith("energy: R-hat 1.") for f in report.failing)
+    assert not any("never_moves" in f for f in report.failing)
+
+
 def test_permutation_scrambles_indicators_not_invariants(run):
     """Permuted draws: label marginals ~ 1/3 everywhere, yet the invariant quantities are
     stable across chains (R-hat ~ 1) and blocks stay co-assigned."""

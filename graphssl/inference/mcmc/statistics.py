@@ -284,6 +284,14 @@ class ConvergenceReport(NamedTuple):
                 "has them)" + ("" if self.stability is None else self.stability.sentence()))
 
 
+def _rhat_text(trace, rhat: float) -> str:
+    """``"R-hat 1.08"``, or what an unbounded R-hat means: every chain constant at its own
+    value (no within-chain spread; rank-normalised R-hat then comes out near 1e16)."""
+    if np.all(np.ptp(trace, axis=1) == 0):
+        return f"each of the {trace.shape[0]} chains stuck at its own value (R-hat unbounded)"
+    return f"R-hat {rhat:.3g}"
+
+
 def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: float = 100.0,
                        max_draws: int | None = 2000,
                        column_names: dict | None = None) -> ConvergenceReport:
@@ -308,7 +316,7 @@ def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: flo
             label = name if x.shape[2] == 1 and names is None else (
                 f"{name}[{k if names is None else names[k]}]")
             if np.isfinite(r[k]) and r[k] > rhat_max:
-                failing.append((r[k] - rhat_max, f"{label}: R-hat {r[k]:.3g}"))
+                failing.append((r[k] - rhat_max, f"{label}: {_rhat_text(x[:, :, k], r[k])}"))
             if np.isfinite(e[k]) and e[k] < ess_min:
                 failing.append(((ess_min - e[k]) / ess_min, f"{label}: ESS {e[k]:.0f}"))
     finite_r = np.concatenate([v for v in rhat.values()] or [np.zeros(0)])
