@@ -17,7 +17,11 @@ from graphssl.inference.diffusion_mixture.sampler import (
     sample_mixture,
     sample_mixture_until_converged,
 )
-from graphssl.inference.diffusion_mixture.selection import mixture_leave_one_out
+from graphssl.inference.diffusion_mixture.selection import (
+    GAMMA_CANDIDATES,
+    mixture_leave_one_out,
+    select_gamma,
+)
 from graphssl.inference.optimize.feature_prior import fit_harmonic_with_prior
 from graphssl.models.diffusion_mixture import (
     DirichletDiffusionMixture,
@@ -47,6 +51,19 @@ def _class_prior(class_prior, labels, n_classes, graph_ok: bool = False):
     return class_prior
 
 
+def _gamma_option(gamma) -> bool:
+    """True for ``gamma="auto"`` (chosen from the data); checks a number is >= 0."""
+    if isinstance(gamma, str):
+        if gamma != "auto":
+            raise ValueError(f"gamma: use 'auto' or a number >= 0 (Walder's 0 or 0.8), got "
+                             f"{gamma!r}")
+        return True
+    if not float(gamma) >= 0:
+        raise ValueError(f"gamma: the MRF strength must be >= 0 (Walder's 0 or 0.8), got "
+                         f"{gamma!r}")
+    return False
+
+
 def _reads_psis(combine: str, default: str) -> bool:
     """Whether a combination of the grid reads PSIS-LOO (then its Pareto k is reported)."""
     return combine in ("stacking", "psis_loo") or (combine == "mixture" and default == "psis_loo")
@@ -66,9 +83,16 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
     COIL2-100 89.4 -> 94.9, USPS-100 81.8 -> 84.9, and lost on iris 93.6 -> 92.5 and wine
     94.8 -> 93.5):
       tau: diffusion time of ``K_tau = exp(-tau L / 2)``.
-      alpha: Dirichlet concentration (Eq. 3); gamma: MRF strength (Eq. 4); default 0.8,
-        Walder's best on Digit1 and Text (benchmarks/bench_diffusion_mixture.py, Digit1 with
-        10 labels: 0.932 at gamma = 0.8 vs 0.634 at 0).
+      alpha: Dirichlet concentration (Eq. 3).
+      gamma: MRF strength (Eq. 4): a number >= 0, or ``"auto"`` (default): Walder's two
+        values, 0.8 (his best on Digit1 and Text; benchmarks/bench_diffusion_mixture.py,
+        Digit1 with 10 labels: 0.932 against 0.634 at 0) and 0 (his best on USPS with 10
+        labels), chosen by the mixture's own leave-one-out predictive of the labelled nodes
+        from a short run of each (:func:`~graphssl.inference.diffusion_mixture.selection.
+        select_gamma`: one chain, 300 iterations at the default length, about a sixth of
+        the fit's time); the main chains then run at the chosen value with the draws a
+        fit at that fixed value gives. ``gamma_`` holds the value used, ``gamma_choice_``
+        the candidates' scores (None when gamma was given or no node is labelled).
       class_prior: eta: ``"auto"`` (default), ``"graph"``, None (uniform), ``"labelled"``
         (labelled frequencies, smoothed) or C numbers. ``"graph"``: the class proportions of
         the graph Parzen window on the model's own D_tau (labelled nodes at their labels,
@@ -151,7 +175,7 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
     """
 
     def __init__(self, k=10, symmetrize="max", weight="gaussian", sigma="local", tau=5.0,
-                 alpha=0.5, gamma=0.8, class_prior="auto", balance=True,
+                 alpha=0.5, gamma="auto", class_prior="auto", balance=True,
                  laplacian_kind="symmetric", n_chains=4, n_iterations="auto", burn_in="auto",
                  thin=10, max_components=2, moves=(1, 1, 0), estimate="mean", init="auto",
                  init_noise=0.1, random_state=0, engine="auto", block_size=24,
@@ -238,8 +262,10 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         n_iterations, burn_in = self._run_length(graph.n_nodes, n_classes)
         eta = self._eta(labels, n_classes, prior)
         from_graph = isinstance(eta, str)
+        choose_gamma = _gamma_option(self.gamma)
         self.model_ = DirichletDiffusionMixture.create(
-            graph, labels, n_classes, tau=self.tau, alpha=self.alpha, gamma=self.gamma,
+            graph, labels, n_classes, tau=self.tau, alpha=self.alpha,
+            gamma=GAMMA_CANDIDATES[0] if choose_gamma else self.gamma,
             class_prior=None if from_graph else eta, balance=self.balance,
             laplacian_kind=self.laplacian_kind)
         if from_graph:
@@ -255,6 +281,16 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         key = jax.random.PRNGKey(self._seed())
         self.log_likelihood_ = None
         check_progress(self.progress)
+        self.gamma_choice_ = None
+        if choose_gamma and np.any(labels >= 0):
+            # its own stream: the main chains' draws are those of a fit with gamma fixed
+            self.gamma_choice_ = select_gamma(
+                self.model_, jax.random.fold_in(key, 1), n_iterations=n_iterations,
+                burn_in=burn_in, progress=self.progress, init_beta=start_kwargs["init_beta"],
+                init_labels=start, **run)
+            self.model_ = self.model_.replace(gamma=self.gamma_choice_.gamma)
+        self.gamma_ = (self.gamma_choice_.gamma if self.gamma_choice_ is not None
+                       else GAMMA_CANDIDATES[0] if choose_gamma else float(self.gamma))
         if self.pointwise_loo and np.any(labels >= 0):
             why = (f"each iteration re-draws the labels of {graph.n_nodes} nodes against "
                    f"{n_classes} classes x {graph.n_nodes} centre kernels (O(m^2 C)) in "
@@ -414,10 +450,11 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
     59.1, breast_cancer 91.0 -> 93.1, wine 93.7 -> 93.9; iris 95.6 -> 93.9, Text-10 73.0
     -> 72.4, Digit1-10 94.6 -> 94.3.
 
-    Other parameters: alpha, gamma as :class:`DiffusionMixtureClassifier`;
-    n_chains, burn_in; n_checkpoints x every iterations after burn-in (the leave-one-out
-    predictive is read at each checkpoint); moves; random_state; progress (``"auto"``,
-    True or False, as :class:`DiffusionMixtureClassifier`'s). ``k`` is the graph of the
+    Other parameters: alpha as :class:`DiffusionMixtureClassifier`; gamma a number >= 0
+    (default 0.8: every setting of the grid shares it); n_chains, burn_in; n_checkpoints x
+    every iterations after burn-in (the leave-one-out predictive is read at each
+    checkpoint); moves; random_state; progress (``"auto"``, True or False, as
+    :class:`DiffusionMixtureClassifier`'s). ``k`` is the graph of the
     inductive extension to new points only (``predict_proba(X_new)``). Needs features:
     ``fit_graph`` is not available (each k builds its own graph).
 
