@@ -413,18 +413,19 @@ class GammaChoice(NamedTuple):
     n_iterations: int
 
 
-def selection_run_length(n_iterations: int, burn_in: int, every: int = 5) -> tuple[int, int]:
-    """``(burn_in, n_checkpoints)`` of :func:`select_gamma`'s run beside a main run of
+def selection_run_length(n_iterations: int, burn_in: int) -> tuple[int, int, int]:
+    """``(burn_in, n_checkpoints, every)`` of :func:`select_gamma`'s run beside a main run of
     ``n_iterations`` after ``burn_in``: the same burn-in (at most 100) and a fifth of the
-    main iterations in checkpoints ``every`` apart, at least 8 (the main default, 1000
-    after 100: 100 + 40 x 5 = 300 iterations of one chain per candidate, against 4 chains x
-    1100 of the main run)."""
-    return min(int(burn_in), 100), max(8, int(n_iterations) // (5 * int(every)))
+    main iterations in checkpoints 5 apart, at least 8 (the main default, 1000 after 100:
+    100 + 40 x 5 = 300 iterations of one chain per candidate, against 4 chains x 1100 of the
+    main run); below 40 main iterations (tests, quick looks) 8 checkpoints 1 apart."""
+    every = 5 if int(n_iterations) >= 40 else 1
+    return min(int(burn_in), 100), max(8, int(n_iterations) // (5 * every)), every
 
 
 def select_gamma(model: DirichletDiffusionMixture, key, *, candidates=GAMMA_CANDIDATES,
-                 n_iterations: int = 1000, burn_in: int = 100, every: int = 5,
-                 progress=False, **sample_kwargs) -> GammaChoice:
+                 n_iterations: int = 1000, burn_in: int = 100, progress=False,
+                 **sample_kwargs) -> GammaChoice:
     """Walder's MRF strength ``gamma`` (Eq. 4) chosen by the mixture's own leave-one-out
     predictive of the labelled nodes.
 
@@ -445,7 +446,7 @@ def select_gamma(model: DirichletDiffusionMixture, key, *, candidates=GAMMA_CAND
     if not candidates or any(not g >= 0 for g in candidates):
         raise ValueError(f"candidates: give gamma values >= 0, got {candidates}")
     models = [model.replace(gamma=g) for g in candidates]
-    selection_burn_in, n_checkpoints = selection_run_length(n_iterations, burn_in, every)
+    selection_burn_in, n_checkpoints, every = selection_run_length(n_iterations, burn_in)
     init = sample_kwargs.pop("init_labels", None)
     if init is not None:
         sample_kwargs["init_labels"] = np.stack([np.asarray(init)] * len(candidates))
