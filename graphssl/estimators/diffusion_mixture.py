@@ -52,16 +52,12 @@ def _class_prior(class_prior, labels, n_classes, graph_ok: bool = False):
 
 
 def _gamma_option(gamma) -> bool:
-    """True for ``gamma="auto"`` (chosen from the data); checks a number is >= 0."""
-    if isinstance(gamma, str):
-        if gamma != "auto":
-            raise ValueError(f"gamma: use 'auto' or a number >= 0 (Walder's 0 or 0.8), got "
-                             f"{gamma!r}")
-        return True
-    if not float(gamma) >= 0:
-        raise ValueError(f"gamma: the MRF strength must be >= 0 (Walder's 0 or 0.8), got "
+    """True for ``gamma="auto"`` (chosen from the data); a number is checked by the model
+    (:meth:`DirichletDiffusionMixture.create`)."""
+    if isinstance(gamma, str) and gamma != "auto":
+        raise ValueError(f"gamma: use 'auto' or a number >= 0 (Walder's 0 or 0.8), got "
                          f"{gamma!r}")
-    return False
+    return isinstance(gamma, str)
 
 
 def _reads_psis(combine: str, default: str) -> bool:

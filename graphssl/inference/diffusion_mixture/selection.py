@@ -450,18 +450,18 @@ def select_gamma(model: DirichletDiffusionMixture, key, *, candidates=GAMMA_CAND
         raise ValueError(f"candidates: give gamma values >= 0, got {candidates}")
     models = [model.replace(gamma=g) for g in candidates]
     selection_burn_in, n_checkpoints, every = selection_run_length(n_iterations, burn_in)
+    length = selection_burn_in + n_checkpoints * every
     init = sample_kwargs.pop("init_labels", None)
     if init is not None:
         sample_kwargs["init_labels"] = np.stack([np.asarray(init)] * len(candidates))
     _, loo = mixture_leave_one_out(
         stack_models(models), key, n_checkpoints=n_checkpoints, every=every,
         burn_in=selection_burn_in, n_chains=1, progress=progress,
-        why=(f"choosing gamma among {candidates}: one chain each, "
-             f"{selection_burn_in + n_checkpoints * every} iterations"), **sample_kwargs)
+        why=f"choosing gamma among {candidates}: one chain each, {length} iterations",
+        **sample_kwargs)
     log_loss = np.asarray(loo.log_loss(), np.float64).reshape(len(candidates))
     best = int(np.argmin(np.where(np.isfinite(log_loss), log_loss, np.inf)))
-    return GammaChoice(candidates[best], candidates, log_loss,
-                       selection_burn_in + n_checkpoints * every)
+    return GammaChoice(candidates[best], candidates, log_loss, length)
 
 
 def select_k_tau(X, labels, *, k_grid=K_GRID, tau_grid=TAU_GRID, criterion: str = "parzen",
