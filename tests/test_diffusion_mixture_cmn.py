@@ -1,0 +1,78 @@
+"""The diffusion mixture's class mass normalisation (``class_mass_normalize``): a decision
+rule read from the same chains, the posterior-mean marginals scaled column by column to the
+model's eta (Zhu, Ghahramani & Lafferty 2003, Sec. 4)."""
+
+import numpy as np
+import pytest
+
+from graphssl.data import mask_labels, random_split, two_moons
+from graphssl.estimators import DiffusionMixtureClassifier
+
+KW = dict(k=6, n_chains=2, n_iterations=20, burn_in=5, thin=5, random_state=1,
+          progress=False, gamma=0.8)
+# eta far from the two moons' even split: the rule must move predictions towards it
+ETA = (0.8, 0.2)
+
+
+@pytest.fixture(scope="module")
+def fits():
+    ds = two_moons(80, seed=0)
+    X, y = np.asarray(ds.X), np.asarray(ds.y)
+    labels = mask_labels(y, random_split(y, n_labeled=6, seed=0))
+    plain = DiffusionMixtureClassifier(class_prior=ETA, **KW).fit(X, labels)
+    cmn = DiffusionMixtureClassifier(class_prior=ETA, class_mass_normalize=True,
+                                     **KW).fit(X, labels)
+    return labels, plain, cmn
+
+
+def _reference(posterior, unlabelled, eta):
+    """Zhu et al.'s rule written out: column c of the unlabelled rows times
+    eta_c / (column mass), rows renormalised; labelled rows kept."""
+    out = np.array(posterior, dtype=np.float64)
+    scaled = out[unlabelled] * (np.asarray(eta) / out[unlabelled].sum(axis=0))
+    out[unlabelled] = scaled / scaled.sum(axis=1, keepdims=True)
+    return out
+
+
+def test_same_chains_only_the_decision_differs(fits):
+    _, plain, cmn = fits
+    np.testing.assert_array_equal(plain.posterior_mean_, cmn.posterior_mean_)
+    np.testing.assert_allclose(plain.label_distributions_, plain.posterior_mean_)
+    np.testing.assert_array_equal(plain.map_labels_, cmn.map_labels_)
+
+
+def test_marginals_scaled_to_eta(fits):
+    labels, _, cmn = fits
+    unlabelled = labels < 0
+    np.testing.assert_allclose(cmn.class_prior_, ETA / np.sum(ETA))
+    expected = _reference(cmn.posterior_mean_, unlabelled, cmn.class_prior_)
+    np.testing.assert_allclose(cmn.label_distributions_, expected, atol=1e-6)
+    np.testing.assert_allclose(cmn.label_distributions_.sum(axis=1), 1.0, atol=1e-6)
+    labelled = ~unlabelled
+    np.testing.assert_array_equal(cmn.transduction_[labelled], labels[labelled])
+
+
+def test_predictions_move_towards_eta(fits):
+    """The posterior mean gives class 0 70 % of the unlabelled points where eta says 80 %;
+    the rule gives it more (74 %; a rule scaled to the labelled frequencies, 3 and 3 here,
+    moves the other way, and no rule not at all: both fail this)."""
+    labels, plain, cmn = fits
+    unlabelled = labels < 0
+    share_plain = np.mean(plain.transduction_[unlabelled] == 0)
+    share_cmn = np.mean(cmn.transduction_[unlabelled] == 0)
+    assert share_cmn >= share_plain + 0.02
+    assert abs(share_cmn - ETA[0]) < abs(share_plain - ETA[0])
+
+
+def test_sample_more_keeps_the_rule(fits):
+    labels, _, cmn = fits
+    cmn.sample_more(10)
+    expected = _reference(cmn.posterior_mean_, labels < 0, cmn.class_prior_)
+    np.testing.assert_allclose(cmn.label_distributions_, expected, atol=1e-6)
+
+
+def test_bad_value_names_the_argument():
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    y = np.r_[0, 1, np.full(18, -1)]
+    with pytest.raises(ValueError, match="class_mass_normalize"):
+        DiffusionMixtureClassifier(class_mass_normalize="yes", **KW).fit(X, y)
