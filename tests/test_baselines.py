@@ -99,6 +99,19 @@ def test_class_mass_normalization(problem):
         class_mass_normalization(F, np.flatnonzero(~unl), [1.0, 0.0])
 
 
+def test_harmonic_mixture_cmn_decision_is_the_shared_rule():
+    """``harmonic_mixture.fit.class_mass_normalize`` (a decision) is the argmax of the one
+    class-mass-normalisation rule over all rows, and a prior moves the decision."""
+    from graphssl.inference.harmonic_mixture.fit import class_mass_normalize
+
+    F = np.random.default_rng(3).random((60, 3))
+    q = np.array([0.7, 0.2, 0.1])
+    ref = np.argmax(F * (q / F.sum(0))[None], axis=1)
+    np.testing.assert_array_equal(class_mass_normalize(F, q), ref)
+    uniform = class_mass_normalize(F, np.full(3, 1 / 3))
+    assert np.sum(class_mass_normalize(F, q) == 0) > np.sum(uniform == 0)
+
+
 def test_normalize_graph_is_harmonic_on_S(problem):
     W, labels, C = problem
     d = np.asarray(W.sum(1)).ravel()

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from graphssl.inference.optimize.baselines.propagation import class_mass_normalization
 from graphssl.inference.optimize.em import (
     DEFAULT_OPTIONS,
     EMOptions,
@@ -301,9 +302,10 @@ def median_threshold(f, threshold=None):
 
 
 def class_mass_normalize(F, class_prior):
-    """Class mass normalisation (Zhu et al. 2003): scale column c by ``q_c / sum_i F_ic`` then
-    take the argmax. ``F [n, C]``, ``class_prior [C]``. Returns ``int[n]``."""
-    F = np.asarray(F, np.float64)
-    mass = F.sum(0)
-    q = np.asarray(class_prior, np.float64)
-    return np.argmax(F * (q / np.maximum(mass, 1e-300))[None], axis=1)
+    """Class mass normalisation (Zhu et al. 2003) as a decision: the argmax of each row of
+    ``F [n, C]`` after :func:`~graphssl.inference.optimize.baselines.propagation.\
+class_mass_normalization` (the library's one implementation) with every row unlabelled
+    and ``class_prior [C]``.
+    Returns ``int[n]``."""
+    scores = class_mass_normalization(F, np.zeros(0, dtype=np.int64), class_prior)
+    return np.argmax(scores, axis=1)
