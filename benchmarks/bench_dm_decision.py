@@ -2,18 +2,22 @@
 against class mass normalisation to the model's own eta (Zhu, Ghahramani & Lafferty 2003,
 Sec. 4) and the MAP.
 
-One default ``DiffusionMixtureClassifier`` fit per split (panel sets of
-``bench_defaults.py``, or ``--sets heldout``); every rule is read from that one fit, so the
-differences are paired and carry no Monte-Carlo noise between rules. Accuracy on the
-unlabelled points (CiteSeer: its test mask). The fits are those of the estimator's current
-defaults; the rule it applies by default is whichever ``class_mass_normalize`` says, and
-this script scores both from ``posterior_mean_`` and ``class_prior_``.
+One default ``DiffusionMixtureClassifier`` (or, ``--estimator grid``,
+``DiffusionMixtureGridClassifier``: no MAP, eta the settings' etas averaged) fit per split
+(panel sets of ``bench_defaults.py``, or ``--sets heldout``); every rule is read from that
+one fit, so the differences are paired and carry no Monte-Carlo noise between rules.
+Accuracy on the unlabelled points (CiteSeer: its test mask). The fits are those of the
+estimator's current defaults; the rule it applies by default is whichever
+``class_mass_normalize`` says, and this script scores both from the posterior marginals
+(``posterior_mean_``, or the grid's ``label_distributions_``) and ``class_prior_``.
 
     GRAPHSSL_DATA=... python benchmarks/bench_dm_decision.py --splits 3 --tag panel
     GRAPHSSL_DATA=... python benchmarks/bench_dm_decision.py --sets heldout --splits 3 \
         --tag heldout
     GRAPHSSL_DATA=... python benchmarks/bench_dm_decision.py --sets usps_10 usps_100 \
         --eta-known --tag usps_eta_known
+    GRAPHSSL_DATA=... python benchmarks/bench_dm_decision.py --estimator grid --splits 3 \
+        --tag grid_panel
     python benchmarks/bench_dm_decision.py --table panel heldout
 
 Prints a table (mean over splits per set, and the paired difference with its standard
@@ -43,19 +47,27 @@ SKIP = ("usps_full_2pct", "ringnorm_keel_1pct", "twonorm_keel_1pct", "satimage_k
         "mushroom_1pct", "g241c_10", "g241n_10", "coil_10")
 
 
+# the grid builds one graph per k from features: no fit_graph (CiteSeer)
+GRID_SKIP = ("citeseer",)
+
+
 def rule_labels(clf, labelled) -> dict:
-    """Encoded labels of every rule from one fitted ``DiffusionMixtureClassifier``
+    """Encoded labels of every rule from one fitted ``DiffusionMixtureClassifier`` or
+    ``DiffusionMixtureGridClassifier`` (no MAP; its posterior is the combined marginals)
     (``labelled``: the indices of the labelled nodes)."""
     from graphssl.inference.optimize.baselines.propagation import class_mass_normalization
 
-    posterior = np.asarray(clf.posterior_mean_, np.float64)
+    posterior = np.asarray(getattr(clf, "posterior_mean_", clf.label_distributions_),
+                           np.float64)
     cmn = class_mass_normalization(posterior, labelled, clf.class_prior_)
-    return dict(posterior_mean=posterior.argmax(1), cmn_eta=cmn.argmax(1),
-                map=np.asarray(clf._map_encoded))
+    rules = dict(posterior_mean=posterior.argmax(1), cmn_eta=cmn.argmax(1))
+    if hasattr(clf, "_map_encoded"):
+        rules["map"] = np.asarray(clf._map_encoded)
+    return rules
 
 
-def run_set(name, data_dir, n_splits, eta_known=False):
-    from graphssl.estimators import DiffusionMixtureClassifier
+def run_set(name, data_dir, n_splits, eta_known=False, estimator="mixture"):
+    from graphssl.estimators import DiffusionMixtureClassifier, DiffusionMixtureGridClassifier
 
     data = load_panel_set(name, data_dir, n_splits)
     X, y, graph = data["X"], data["y"], data.get("graph")
@@ -65,7 +77,9 @@ def run_set(name, data_dir, n_splits, eta_known=False):
         labels[idx] = y[idx]
         # Walder's protocol (Sec. 5): eta known, the class proportions of the whole set
         prior = np.bincount(np.searchsorted(np.unique(y), y)) / len(y) if eta_known else "auto"
-        clf = DiffusionMixtureClassifier(progress=False, class_prior=prior)
+        make = DiffusionMixtureGridClassifier if estimator == "grid" else \
+            DiffusionMixtureClassifier
+        clf = make(progress=False, class_prior=prior)
         start = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -77,7 +91,8 @@ def run_set(name, data_dir, n_splits, eta_known=False):
         mask = data.get("eval_mask")
         mask = labels < 0 if mask is None else np.asarray(mask)
         truth = y[mask]
-        rec = dict(set=name, split=split, cpu_seconds=seconds, gamma=float(clf.gamma_),
+        rec = dict(set=name, split=split, estimator=estimator, cpu_seconds=seconds,
+                   gamma=float(getattr(clf, "gamma_", clf.gamma)),
                    eta=np.asarray(clf.class_prior_).round(4).tolist(),
                    true_fraction=(np.bincount(np.searchsorted(clf.classes_, truth),
                                               minlength=len(clf.classes_))
@@ -95,7 +110,7 @@ def _set_means(records) -> dict:
     by_set = {}
     for r in records:
         by_set.setdefault(r["set"], []).append(r)
-    return {name: (len(rs), {k: 100 * np.mean([r[k] for r in rs]) for k in RULES},
+    return {name: (len(rs), {k: 100 * np.mean([r.get(k, np.nan) for r in rs]) for k in RULES},
                    100 * np.array([r["cmn_eta"] - r["posterior_mean"] for r in rs]))
             for name, rs in by_set.items()}
 
@@ -128,6 +143,7 @@ def main(argv=None):
     parser.add_argument("--eta-known", action="store_true",
                         help="class_prior = the set's true class proportions (Walder's "
                              "protocol) instead of the default 'auto'")
+    parser.add_argument("--estimator", choices=("mixture", "grid"), default="mixture")
     parser.add_argument("--table", nargs="+", metavar="TAG", default=None)
     args = parser.parse_args(argv)
     if args.table:
@@ -141,9 +157,9 @@ def main(argv=None):
     done = json.loads(out.read_text())["records"] if out.exists() else []
     finished = {r["set"] for r in done}
     for name in sets:
-        if name in SKIP or name in finished:
+        if name in SKIP or name in finished or (args.estimator == "grid" and name in GRID_SKIP):
             continue
-        done += run_set(name, args.data_dir, args.splits, args.eta_known)
+        done += run_set(name, args.data_dir, args.splits, args.eta_known, args.estimator)
         out.write_text(json.dumps(dict(records=done, splits=args.splits), indent=1))
     table([args.tag])
 

@@ -76,3 +76,56 @@ def test_bad_value_names_the_argument():
     y = np.r_[0, 1, np.full(18, -1)]
     with pytest.raises(ValueError, match="class_mass_normalize"):
         DiffusionMixtureClassifier(class_mass_normalize="yes", **KW).fit(X, y)
+
+
+# ----------------------------------------------------------------- the grid's option
+
+GRID_KW = dict(k=6, k_grid=(5, 10), tau_grid=(1.0, 5.0), n_checkpoints=3, every=5,
+               burn_in=10, progress=False)
+
+
+@pytest.fixture(scope="module")
+def grid_fits():
+    from graphssl.estimators import DiffusionMixtureGridClassifier
+
+    ds = two_moons(80, seed=0)
+    X, y = np.asarray(ds.X), np.asarray(ds.y)
+    labels = mask_labels(y, random_split(y, n_labeled=6, seed=0))
+    plain = DiffusionMixtureGridClassifier(class_prior=ETA, **GRID_KW).fit(X, labels)
+    cmn = DiffusionMixtureGridClassifier(class_prior=ETA, class_mass_normalize=True,
+                                         **GRID_KW).fit(X, labels)
+    graph_eta = DiffusionMixtureGridClassifier(combine="loo_average", **GRID_KW).fit(X, labels)
+    return labels, plain, cmn, graph_eta
+
+
+def test_grid_same_chains_marginals_scaled_to_eta(grid_fits):
+    labels, plain, cmn, _ = grid_fits
+    np.testing.assert_array_equal(plain.grid_.class_probs, cmn.grid_.class_probs)
+    np.testing.assert_allclose(cmn.grid_.class_priors, np.tile(ETA, (4, 1)), atol=1e-6)
+    np.testing.assert_allclose(cmn.class_prior_, ETA, atol=1e-6)
+    expected = _reference(plain.label_distributions_, labels < 0, cmn.class_prior_)
+    np.testing.assert_allclose(cmn.label_distributions_, expected, atol=1e-6)
+    unlabelled = labels < 0
+    share_plain = np.mean(plain.transduction_[unlabelled] == 0)
+    share_cmn = np.mean(cmn.transduction_[unlabelled] == 0)
+    assert share_cmn >= share_plain + 0.02
+    assert abs(share_cmn - ETA[0]) < abs(share_plain - ETA[0])
+
+
+def test_grid_class_prior_is_the_weighted_eta(grid_fits):
+    """With each setting's graph eta (the default) ``class_prior_`` is the settings' etas
+    averaged with the combination's own weights."""
+    _, _, _, fit = grid_fits
+    etas = fit.grid_.class_priors
+    assert etas.shape == (4, 2) and not np.allclose(etas, 0.5)
+    np.testing.assert_allclose(etas.sum(axis=1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(fit.class_prior_, fit.weights_ @ etas / np.sum(fit.weights_ @ etas))
+
+
+def test_grid_bad_value_names_the_argument():
+    from graphssl.estimators import DiffusionMixtureGridClassifier
+
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    y = np.r_[0, 1, np.full(18, -1)]
+    with pytest.raises(ValueError, match="class_mass_normalize"):
+        DiffusionMixtureGridClassifier(class_mass_normalize=1, **GRID_KW).fit(X, y)

@@ -61,6 +61,11 @@ def _gamma_option(gamma) -> bool:
     return isinstance(gamma, str)
 
 
+def _check_flag(value, name: str) -> None:
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name}: True or False, got {value!r}")
+
+
 def _reads_psis(combine: str, default: str) -> bool:
     """Whether a combination of the grid reads PSIS-LOO (then its Pareto k is reported)."""
     return combine in ("stacking", "psis_loo") or (combine == "mixture" and default == "psis_loo")
@@ -272,9 +277,7 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
     def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:
         if self.estimate not in ("mean", "map"):
             raise ValueError(f"estimate: got {self.estimate!r}; use 'mean' or 'map'")
-        if not isinstance(self.class_mass_normalize, bool | np.bool_):
-            raise ValueError(f"class_mass_normalize: True or False, got "
-                             f"{self.class_mass_normalize!r}")
+        _check_flag(self.class_mass_normalize, "class_mass_normalize")
         if self.engine not in ENGINES:
             raise ValueError(f"engine: got {self.engine!r}; use one of {ENGINES}")
         prior = self._fit_feature_prior(labels, n_classes)
@@ -481,19 +484,27 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
     inductive extension to new points only (``predict_proba(X_new)``). Needs features:
     ``fit_graph`` is not available (each k builds its own graph).
 
+    ``class_mass_normalize``: False (default) or True: scale the combined marginals of the
+    unlabelled nodes column by column so that the class masses match ``class_prior_`` (the
+    settings' etas averaged with ``weights_``), then renormalise each row (Zhu, Ghahramani
+    & Lafferty 2003, Sec. 4; :class:`DiffusionMixtureClassifier`'s option, with its
+    measurements). The chains and ``grid_`` are the same with and without it.
+
     Attributes after ``fit``: those of the base, plus ``grid_``
     (:class:`~graphssl.inference.diffusion_mixture.selection.GridFit`), ``scores_`` (one
-    ``GridScore`` per setting), ``weights_`` (float[G], one-hot for a choice) and
-    ``chosen_`` (``(k, tau)`` of the largest weight).
+    ``GridScore`` per setting), ``weights_`` (float[G], one-hot for a choice),
+    ``chosen_`` (``(k, tau)`` of the largest weight) and ``class_prior_`` (float[C], the
+    settings' etas averaged with ``weights_``).
     """
 
     def __init__(self, k=10, k_grid=(5, 10, 20), tau_grid=(1.0, 2.5, 5.0, 10.0, 20.0),
                  combine="average", alpha=0.5, gamma=0.8, class_prior="auto", n_chains=1,
                  n_checkpoints=40, every=5, burn_in=100, moves=(1, 1, 0), random_state=0,
-                 standardize="auto", progress="auto"):
+                 standardize="auto", progress="auto", class_mass_normalize=False):
         super().__init__(k=k, symmetrize="max", weight="gaussian", sigma="walder",
                          standardize=standardize)
         self.progress = progress
+        self.class_mass_normalize = class_mass_normalize
         self.k_grid = k_grid
         self.tau_grid = tau_grid
         self.combine = combine
@@ -519,6 +530,7 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
                              "DiffusionMixtureClassifier().fit_graph(graph, y)")
         if self.combine not in _COMBINE:
             raise ValueError(f"combine: got {self.combine!r}; use one of {_COMBINE}")
+        _check_flag(self.class_mass_normalize, "class_mass_normalize")
         check_progress(self.progress)
         self.grid_ = fit_grid(
             self.X_fit_, labels, k_grid=tuple(self.k_grid), tau_grid=tuple(self.tau_grid),
@@ -537,5 +549,11 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
             self.weights_ = np.eye(len(self.scores_))[self.grid_.choose(self.combine)]
         top = self.scores_[int(np.argmax(self.weights_))]
         self.chosen_ = (top.k, top.tau)
+        eta = self.weights_ @ self.grid_.class_priors
+        self.class_prior_ = eta / eta.sum()
         dist = np.tensordot(self.weights_, self.grid_.class_probs, axes=1)
-        return dist / dist.sum(axis=1, keepdims=True)
+        dist = dist / dist.sum(axis=1, keepdims=True)
+        if self.class_mass_normalize:
+            return class_mass_normalization(dist, np.flatnonzero(labels >= 0),
+                                            self.class_prior_)
+        return dist

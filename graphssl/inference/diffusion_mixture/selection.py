@@ -255,13 +255,16 @@ _CRITERIA = {"parzen": "parzen_loo_error", "cpo": "mixture_loo_log_loss",
 class GridFit(NamedTuple):
     """The mixture run at every ``(k, tau)`` of a grid (:func:`fit_grid`): ``scores``
     (one :class:`GridScore` per setting, k-major), ``class_probs`` float[G, m, C] (each
-    setting's posterior class marginals), ``loo`` (:class:`LeaveOneOut`, leading axis G)
-    and ``psis`` (ArviZ's ``ELPDDataLOO`` per setting; None with fewer than 25 draws)."""
+    setting's posterior class marginals), ``loo`` (:class:`LeaveOneOut`, leading axis G),
+    ``psis`` (ArviZ's ``ELPDDataLOO`` per setting; None with fewer than 25 draws) and
+    ``class_priors`` float[G, C] (each setting's eta, the class prior of its balancing
+    potential; None where not recorded)."""
 
     scores: list
     class_probs: np.ndarray
     loo: LeaveOneOut
     psis: list | None = None
+    class_priors: np.ndarray | None = None
 
     def weights(self, weighting: str = "uniform") -> np.ndarray:
         """Weights of the settings, float[G]: ``"uniform"`` (an ensemble over the grid),
@@ -399,7 +402,8 @@ def fit_grid(X, labels, *, k_grid=K_GRID, tau_grid=TAU_GRID, class_prior=None,
     scores = [s._replace(mixture_loo_log_loss=float(ll), mixture_loo_error=float(e))
               for s, ll, e in zip(scores, log_loss, error, strict=True)]
     psis, scores = _psis_scores(loo, scores, warn)
-    return GridFit(scores, class_marginals(samples, len(models)), loo, psis)
+    etas = np.stack([np.exp(np.asarray(model.log_eta, np.float64)) for model in models])
+    return GridFit(scores, class_marginals(samples, len(models)), loo, psis, etas)
 
 
 class GammaChoice(NamedTuple):
