@@ -61,7 +61,7 @@ def rule_labels(clf, labelled) -> dict:
                            np.float64)
     cmn = class_mass_normalization(posterior, labelled, clf.class_prior_)
     rules = dict(posterior_mean=posterior.argmax(1), cmn_eta=cmn.argmax(1))
-    if hasattr(clf, "_map_encoded"):
+    if getattr(clf, "_map_encoded", None) is not None:
         rules["map"] = np.asarray(clf._map_encoded)
     return rules
 
