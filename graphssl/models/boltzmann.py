@@ -60,6 +60,7 @@ __all__ = [
     "extended_boltzmann",
     "f_potential",
     "g_potential",
+    "knn_pairs",
     "length_scale_couplings",
     "locally_scaled",
     "log_evidence_normaliser",
@@ -92,10 +93,11 @@ class PairGeometry:
 
 
 def pair_geometry(X, k: int | None = None, per_feature: bool = True,
-                  neighbours: np.ndarray | None = None) -> PairGeometry:
+                  neighbours: np.ndarray | None = None, mutual: bool = False,
+                  observed=None, pairs=None) -> PairGeometry:
     """Pairs of a fully connected Boltzmann machine (``k=None``, Eq. 2) or of its
-    kNN sparsification (``k`` neighbours, symmetrised by union), both directions stored,
-    sorted by (sender, receiver).
+    kNN sparsification (``k`` neighbours, symmetrised by union, or ``mutual``:
+    :func:`knn_pairs`), both directions stored, sorted by (sender, receiver).
 
     ``per_feature=False`` keeps one column, the squared distance ``d_ij^2`` (``sq_diff[E,
     1]``): exact for every coupling with one length scale shared by all features (Eq. 2,
@@ -104,14 +106,19 @@ def pair_geometry(X, k: int | None = None, per_feature: bool = True,
 
     ``neighbours``: the ``int[n, k + 1]`` indices of a kNN search already done on ``X``
     (each row's ``k + 1`` nearest points, itself among them, as scikit-learn's
-    ``kneighbors(X)`` returns them), to skip the search here; only with ``k``."""
+    ``kneighbors(X)`` returns them), to skip the search here; only with ``k``.
+    ``mutual``, ``observed``: as :func:`knn_pairs` (only with ``k``). ``pairs``: the
+    ``(senders, receivers)`` of :func:`knn_pairs` already chosen (then ``k``,
+    ``neighbours``, ``mutual`` and ``observed`` are not read)."""
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] < 2:
         raise ValueError(f"X must be a 2-D array with at least 2 rows, got shape {X.shape}.")
     if not np.all(np.isfinite(X)):
         raise ValueError("X contains NaN or inf; impute or drop those rows first.")
     n = X.shape[0]
-    if k is None:
+    if pairs is not None:
+        s, r = (np.asarray(p, np.int64) for p in pairs)
+    elif k is None:
         s, r = np.nonzero(~np.eye(n, dtype=bool))
     else:
         if not (isinstance(k, (int, np.integer)) and 1 <= k < n):
@@ -125,18 +132,47 @@ def pair_geometry(X, k: int | None = None, per_feature: bool = True,
             if idx.shape != (n, k + 1):
                 raise ValueError(f"neighbours: expected shape {(n, k + 1)} (each row's k + 1 "
                                  f"nearest points, itself included), got {idx.shape}")
-        rows = np.repeat(np.arange(n), k + 1)
-        cols = idx.reshape(-1)
-        keep = rows != cols
-        pairs = np.unique(
-            np.concatenate(
-                [np.stack([rows[keep], cols[keep]], 1), np.stack([cols[keep], rows[keep]], 1)]
-            ),
-            axis=0,
-        )
-        s, r = pairs[:, 0], pairs[:, 1]
+        s, r, _ = knn_pairs(idx, mutual=mutual, observed=observed)
     sq = (X[s] - X[r]) ** 2 if per_feature else pair_sq_distances(X, s, r)[:, None]
     return PairGeometry(jnp.asarray(s, jnp.int32), jnp.asarray(r, jnp.int32), jnp.asarray(sq), n)
+
+
+def knn_pairs(neighbours, mutual: bool = False, observed=None):
+    """The pairs ``(senders, receivers, n_reconnected)`` of a kNN search, both directions,
+    sorted by (sender, receiver).
+
+    ``neighbours``: ``int[n, k + 1]``, each row's nearest points (itself among them).
+    ``mutual=False``: the union (i in kNN(j) or j in kNN(i)); ``True``: the mutual pairs
+    (i in kNN(j) and j in kNN(i), Bergamim & Breve's Eq. 8), where a node that no
+    ``observed`` node (``bool[n]``) reaches gets its union pairs back
+    (:func:`graphssl.models.potts.reconnect_unreached`, as ``PottsClassifier`` does);
+    ``n_reconnected`` counts those nodes (0 for the union)."""
+    import scipy.sparse as sp
+
+    idx = np.asarray(neighbours)
+    n = idx.shape[0]
+    rows, cols = np.repeat(np.arange(n), idx.shape[1]), idx.reshape(-1)
+    keep = rows != cols
+    directed = sp.csr_matrix((np.ones(int(keep.sum())), (rows[keep], cols[keep])),
+                             shape=(n, n))
+    directed.data[:] = 1.0  # a repeated neighbour counts once
+    union = directed.maximum(directed.T).tocsr()
+    n_reconnected = 0
+    pairs = union
+    if mutual:
+        from graphssl.models.potts import reconnect_unreached
+
+        if observed is None:
+            raise ValueError("observed: mutual pairs need the labelled nodes (bool[n]) to "
+                             "give unreached nodes their union pairs back")
+        graph, n_reconnected = reconnect_unreached(
+            Graph.from_scipy(directed.minimum(directed.T).tocsr()), Graph.from_scipy(union),
+            np.asarray(observed, bool))
+        pairs = graph.to_scipy().tocsr()
+    pairs = pairs.tocoo()
+    order = np.lexsort((pairs.col, pairs.row))
+    return (pairs.row[order].astype(np.int64), pairs.col[order].astype(np.int64),
+            int(n_reconnected))
 
 
 def pair_sq_distances(X: np.ndarray, senders: np.ndarray, receivers: np.ndarray,
