@@ -95,10 +95,11 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         ``"min"``, the mutual pairs (Bergamim & Breve's Eq. 8, ``PottsClassifier``'s default),
         a node they leave without a path to a label given its union pairs back
         (``n_reconnected_``; :func:`~graphssl.models.boltzmann.knn_pairs`). Measured against
-        the union on splits 0-2 of the defaults panel (13 sets, 2026-11-29, not the
-        default): Digit1-10 81.1 -> 85.8, USPS-100 89.7 -> 93.7, Text-100 63.5 -> 70.6;
-        Text-10 57.1 -> 50.7, USPS-10 72.8 -> 68.7, COIL2-10 60.6 -> 56.8, wine 94.1 ->
-        91.4, digits 96.2 -> 93.6; mean 84.2 -> 83.7. ``sigma="local"`` (default)
+        the union on splits 0-2 of the defaults panel (14 sets, paired,
+        ``benchmarks/bench_option.py``, 2026-11-29), so not the default: Digit1-10 81.1 ->
+        85.8, USPS-100 89.7 -> 93.7, Text-100 63.5 -> 70.6; Text-10 57.1 -> 50.7, USPS-10
+        72.8 -> 68.7, COIL2-10 60.6 -> 56.8, wine 94.1 -> 91.4, digits 96.2 -> 93.6; mean
+        85.3 -> 84.8. ``sigma="local"`` (default)
         also scales the model's pairs (:func:`~graphssl.models.boltzmann.locally_scaled`):
         ``A_ij = exp(alpha_0 - d_ij^2 sigma_ref^2 / (sigma_i sigma_j e^{alpha}))`` with each
         point's own width ``sigma_i`` (its k-th neighbour distance / 3, the other
