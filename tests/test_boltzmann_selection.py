@@ -164,6 +164,27 @@ def test_an_ordered_posterior_is_reported(moons, zero_noise_fit, monkeypatch):
     np.testing.assert_array_equal(clf.collapsed_classes_, [1])
 
 
+def test_labels_that_choose_no_coupling_are_reported(moons, zero_noise_fit):
+    """Labels that contradict the geometry (each moon's three labelled points carry both
+    classes) predict no held-out label above chance at any coupling: the fit says so, with
+    the scores, and ``grid_.carries_labels`` is False; the consistent labels of the shared
+    fit raise no such warning."""
+    X, y, labels = moons
+    assert zero_noise_fit.grid_.carries_labels
+    scrambled = labels.copy()
+    for c in (0, 1):
+        scrambled[np.flatnonzero(labels == c)[1]] = 1 - c
+    clf = BoltzmannMRFClassifier(model="basic", grid=SETTINGS, n_chains=2, n_samples=60,
+                                 burn_in=10, progress=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, scrambled)
+    messages = [str(w.message) for w in caught if "better than chance" in str(w.message)]
+    assert not clf.grid_.carries_labels
+    assert len(messages) == 1, [str(w.message) for w in caught]
+    assert "grid_.cv" in messages[0] and "HarmonicFunctionClassifier" in messages[0]
+
+
 @pytest.mark.parametrize("k", [5, None])  # kNN pairs; dense pairs (the 10 nearest count)
 def test_data_scale_prior_mode_gives_a_typical_neighbour_coupling_e_to_minus_half(k):
     X = np.random.default_rng(0).normal(size=(120, 20))

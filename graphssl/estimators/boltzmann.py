@@ -128,7 +128,9 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
       pair_geometry_: the model's pairs and their squared differences
         (:class:`~graphssl.models.boltzmann.PairGeometry`; locally scaled with
         ``sigma="local"``; one column on the grid route).
-      grid_: the :class:`~graphssl.inference.boltzmann.selection.GridResult` (grid route).
+      grid_: the :class:`~graphssl.inference.boltzmann.selection.GridResult` (grid route);
+        when its ``carries_labels`` is False (no coupling predicted the held-out labelled
+        points better than chance by a standard error) a warning says so, with the scores.
       log_likelihood_: ``log P(O_L | X, Theta*)`` (likelihood route: exact or Eq. 27).
       suspected_label_errors_: indices of labelled points whose posterior disagrees with
         their observed label; ``map_labels_``: the most probable joint labelling found
@@ -321,6 +323,8 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             self.map_report_ = map_report(post.map_labels, post.posterior_mean_labels,
                                           post.map_search, free=np.asarray(labels) < 0)
         self._report_ordered_phase(post.posterior_mean_labels, labels, n_classes)
+        if learning == "grid":
+            self._report_uncarried_labels(np.asarray(post.marginals)[:, :n_classes], labels)
         self.samples_, self._sampled_model = post.samples, post.model  # None: enumeration
         if post.samples is not None:  # R-hat / ESS of the final posterior's chains
             from graphssl.diagnostics import check_convergence
@@ -375,6 +379,26 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             f"class {what} than the labelled counts make plausible: at the chosen coupling "
             f"({at}) the model is in its ordered phase, one class swept over the graph; "
             f"{fix}", UserWarning, stacklevel=4)
+
+    def _report_uncarried_labels(self, marginals, labels) -> None:
+        """Warn when no coupling of the grid predicted the held-out labelled points better
+        than chance (``grid_.carries_labels`` False): the labels did not choose the
+        coupling, and the posterior at the one taken may carry them nowhere."""
+        if self.grid_.carries_labels:
+            return
+        C = marginals.shape[1]
+        unlabelled = np.asarray(labels) < 0
+        flat = float(np.mean(marginals[unlabelled].max(axis=1) < 1.0 / C + 0.1))
+        best = float(np.nanmax(self.grid_.cv))
+        warnings.warn(
+            f"{type(self).__name__}: no coupling of the grid predicts the held-out labelled "
+            f"points better than chance by a standard error (best (CV) {best:.3f} per point "
+            f"against log(1/C) = {-np.log(C):.3f}; grid_.cv holds them): the labels do not "
+            f"choose the coupling, and at the one taken (alpha_0 = "
+            f"{float(self.grid_.alpha0):.3g}) {100 * flat:.0f} % of the unlabelled nodes have "
+            f"a largest marginal within 0.1 of uniform. More labels (of every class), or an "
+            "estimator that needs no coupling from them (HarmonicFunctionClassifier, "
+            "PottsClassifier), avoid it", UserWarning, stacklevel=4)
 
     def _fit_grid(self, problem, labels, prior, k_fit, k_post, method):
         """The grid route (class docstring); sets ``theta_`` and ``grid_``."""

@@ -141,7 +141,10 @@ class GridResult(NamedTuple):
     nodes in the all-labels fold's draws (NaN where the path stopped before);
     ``ordered``: ``bool[offsets, grid]``, True where some class's share exceeds what the
     labelled counts make plausible
-    (:func:`~graphssl.inference.ordered_phase.plausible_share_limits`).
+    (:func:`~graphssl.inference.ordered_phase.plausible_share_limits`);
+    ``carries_labels``: whether the chosen point's (CV) exceeds chance's ``log(1/C)`` by
+    more than one standard error (False: no grid point did, the best one was taken, and
+    the labels do not tell a coupling that carries them from none).
     """
 
     theta: ExtendedParams
@@ -157,6 +160,7 @@ class GridResult(NamedTuple):
     start_labels: np.ndarray
     class_shares: np.ndarray | None = None
     ordered: np.ndarray | None = None
+    carries_labels: bool = True
 
 
 # --------------------------------------------------------------------------- the scale
@@ -416,8 +420,10 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
         gamma=jnp.asarray(np.inf if hard else gamma, jnp.float64 if jax.config.jax_enable_x64
                           else jnp.float32),
     )
+    above = terms[oi, gi] - (-math.log(C))
     return GridResult(theta, float(grid[gi]), offsets[oi], cv, terms, merge_gain, strength,
-                      folds, sigma0, sweeps, start, class_shares, ordered)
+                      folds, sigma0, sweeps, start, class_shares, ordered,
+                      carries_labels=bool(above.mean() > _se(above)))
 
 
 def choose_grid_point(terms: np.ndarray, log_prior: np.ndarray, strength: np.ndarray, *,
