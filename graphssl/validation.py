@@ -19,6 +19,7 @@ __all__ = [
     "UNLABELLED",
     "UnreachedNodesWarning",
     "check_features",
+    "check_flag",
     "check_labels",
     "check_k",
     "check_same_length",
@@ -232,6 +233,15 @@ def check_labels(y, n: int, *, n_classes: int | None = None, name: str = "y") ->
             "label at least one point of a second class"
         )
     return y
+
+
+def check_flag(value, name: str) -> bool:
+    """``value`` as a bool when it is True or False (NumPy's bools too); otherwise a
+    ValueError naming ``name`` (``"yes"``, 1 or None are refused: an option that reads them
+    as truthy would do silently what was not asked)."""
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name}: True or False, got {value!r}")
+    return bool(value)
 
 
 def check_k(k, n: int, *, name: str = "k") -> int:

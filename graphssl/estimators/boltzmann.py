@@ -18,6 +18,7 @@ from graphssl.graph.weights import local_widths
 from graphssl.inference.boltzmann import learning as bl
 from graphssl.inference.boltzmann import selection as bs
 from graphssl.inference.boltzmann.expectations import _kernel as chain_kernel
+from graphssl.inference.optimize.baselines.propagation import class_mass_normalization
 from graphssl.models.boltzmann import (
     PairGeometry,
     knn_pairs,
@@ -25,6 +26,7 @@ from graphssl.models.boltzmann import (
     pair_geometry,
     pair_sq_distances,
 )
+from graphssl.validation import check_flag
 
 __all__ = ["BoltzmannMRFClassifier"]
 
@@ -106,6 +108,12 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         estimators' local widths) and their median ``sigma_ref``; any other value keeps
         Eq. (39) on the raw differences. ``fit_graph`` pairs are never rescaled.
       random_state: None, an int or a ``numpy.random.Generator``.
+      class_mass_normalize: False (default) or True: scale the unlabelled nodes' marginals
+        column by column to the labelled frequencies (with a feature model: its class
+        proportions), then renormalise each row (Zhu, Ghahramani & Lafferty 2003, Sec. 4;
+        :class:`~graphssl.estimators.baselines.HarmonicFunctionClassifier`'s rule); the
+        chains are the same. Measured on splits 0-2 of 14 panel sets
+        (``benchmarks/bench_option.py``, paired, 2026-11-29): MEASURED.
       progress: ``"auto"`` (default), True or False: the grid route's coupling search.
         ``"auto"``: once its first grid points show that the search needs more than 10 s
         more, one line on stderr says so and why (every grid point samples the chains of
@@ -172,6 +180,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         weight="gaussian",
         sigma="local",
         progress="auto",
+        class_mass_normalize=False,
     ):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.model = model
@@ -191,6 +200,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.features = features
         self.random_state = random_state
         self.progress = progress
+        self.class_mass_normalize = class_mass_normalize
 
     # ------------------------------------------------------------------ checks
     def _check(self, n: int, n_classes: int) -> tuple[str, str, str]:
@@ -206,6 +216,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}: must be a positive integer")
         check_progress(self.progress)
+        check_flag(self.class_mass_normalize, "class_mass_normalize")
         if self.grid is not None and not isinstance(self.grid, bs.GridSettings):
             raise ValueError("grid: give a graphssl.inference.boltzmann.selection.GridSettings "
                              "or None")
@@ -343,7 +354,13 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
                 self.log_length_scales_ = np.full(self.X_fit_.shape[1],
                                                   float(self.log_length_scales_[0]))
             self.length_scales_ = np.sqrt(np.exp(self.log_length_scales_) / 2.0)
-        return post.marginals[:, :n_classes]
+        marginals = np.asarray(post.marginals)[:, :n_classes]
+        if not self.class_mass_normalize:
+            return marginals
+        # HF's rule: the labelled frequencies, or the feature model's class proportions
+        labels = np.asarray(labels)
+        proportions = None if prior is None else prior.probs[labels < 0].mean(axis=0)
+        return class_mass_normalization(marginals, np.flatnonzero(labels >= 0), proportions)
 
     def _report_ordered_phase(self, predicted, labels, n_classes) -> None:
         """``collapsed_classes_``: the classes that hold more of the unlabelled nodes than

@@ -29,6 +29,7 @@ from graphssl.models.diffusion_mixture import (
     parzen_scores,
     with_graph_proportions,
 )
+from graphssl.validation import check_flag
 
 __all__ = ["DiffusionMixtureClassifier", "DiffusionMixtureGridClassifier"]
 
@@ -59,11 +60,6 @@ def _gamma_option(gamma) -> bool:
         raise ValueError(f"gamma: use 'auto' or a number >= 0 (Walder's 0 or 0.8), got "
                          f"{gamma!r}")
     return isinstance(gamma, str)
-
-
-def _check_flag(value, name: str) -> None:
-    if not isinstance(value, bool | np.bool_):
-        raise ValueError(f"{name}: True or False, got {value!r}")
 
 
 def _reads_psis(combine: str, default: str) -> bool:
@@ -277,7 +273,7 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
     def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:
         if self.estimate not in ("mean", "map"):
             raise ValueError(f"estimate: got {self.estimate!r}; use 'mean' or 'map'")
-        _check_flag(self.class_mass_normalize, "class_mass_normalize")
+        check_flag(self.class_mass_normalize, "class_mass_normalize")
         if self.engine not in ENGINES:
             raise ValueError(f"engine: got {self.engine!r}; use one of {ENGINES}")
         prior = self._fit_feature_prior(labels, n_classes)
@@ -534,7 +530,7 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
                              "DiffusionMixtureClassifier().fit_graph(graph, y)")
         if self.combine not in _COMBINE:
             raise ValueError(f"combine: got {self.combine!r}; use one of {_COMBINE}")
-        _check_flag(self.class_mass_normalize, "class_mass_normalize")
+        check_flag(self.class_mass_normalize, "class_mass_normalize")
         check_progress(self.progress)
         self.grid_ = fit_grid(
             self.X_fit_, labels, k_grid=tuple(self.k_grid), tau_grid=tuple(self.tau_grid),
