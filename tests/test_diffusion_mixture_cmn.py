@@ -134,3 +134,26 @@ def test_grid_bad_value_names_the_argument():
     y = np.r_[0, 1, np.full(18, -1)]
     with pytest.raises(ValueError, match="class_mass_normalize"):
         DiffusionMixtureGridClassifier(class_mass_normalize=1, **GRID_KW).fit(X, y)
+
+
+def test_unreached_nodes_neither_count_nor_change():
+    """The estimators' rule (``GraphSSLClassifier._class_mass_normalized``) scales over the
+    unlabelled nodes a label reaches: a component without a label (its nodes get the class
+    prior afterwards) does not move the masses and keeps its rows."""
+    import scipy.sparse as sp
+
+    from graphssl.estimators import DiffusionMixtureClassifier
+    from graphssl.graph import Graph
+
+    edges = [(0, 1), (1, 2), (2, 3), (3, 4), (5, 6)]  # nodes 5-6: no label reaches them
+    rows, cols = zip(*edges, strict=True)
+    W = sp.coo_matrix((np.ones(5), (rows, cols)), shape=(7, 7))
+    graph = Graph.from_scipy((W + W.T).tocsr())
+    labels = np.array([0, -1, -1, -1, 1, -1, -1])
+    rng = np.random.default_rng(0)
+    dist = rng.dirichlet((1.0, 1.0), size=7)
+    out = DiffusionMixtureClassifier()._class_mass_normalized(dist, graph, labels, ETA)
+    np.testing.assert_array_equal(out[[0, 4, 5, 6]], dist[[0, 4, 5, 6]])
+    reached = [1, 2, 3]
+    np.testing.assert_allclose(out[reached], _reference(dist, np.isin(np.arange(7), reached),
+                                                        ETA)[reached])

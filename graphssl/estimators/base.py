@@ -286,6 +286,19 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self._set_label_distributions(dist)
         return self
 
+    def _class_mass_normalized(self, dist, graph, labels, class_prior=None) -> np.ndarray:
+        """Class mass normalisation (Zhu, Ghahramani & Lafferty 2003, Sec. 4;
+        :func:`~graphssl.inference.optimize.baselines.propagation.class_mass_normalization`)
+        of ``dist`` over the unlabelled nodes a label reaches: labelled rows and unreached
+        ones (which get the class prior after, :meth:`_unreached_proba`) neither count in
+        the class masses nor change. ``class_prior``: the masses wanted (default: the
+        labelled frequencies)."""
+        from graphssl.inference.optimize.baselines.propagation import class_mass_normalization
+
+        labels = np.asarray(labels)
+        fixed = (labels >= 0) | self._unreached_mask(graph, labels)
+        return class_mass_normalization(dist, np.flatnonzero(fixed), class_prior)
+
     def _unreached_mask(self, graph, labels) -> np.ndarray:
         """``bool[n]``: unlabelled nodes in graph components without a labelled node."""
         return unreached_nodes(graph, labels >= 0)

@@ -18,7 +18,6 @@ from graphssl.graph.weights import local_widths
 from graphssl.inference.boltzmann import learning as bl
 from graphssl.inference.boltzmann import selection as bs
 from graphssl.inference.boltzmann.expectations import _kernel as chain_kernel
-from graphssl.inference.optimize.baselines.propagation import class_mass_normalization
 from graphssl.models.boltzmann import (
     PairGeometry,
     knn_pairs,
@@ -360,7 +359,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         # HF's rule: the labelled frequencies, or the feature model's class proportions
         labels = np.asarray(labels)
         proportions = None if prior is None else prior.probs[labels < 0].mean(axis=0)
-        return class_mass_normalization(marginals, np.flatnonzero(labels >= 0), proportions)
+        return self._class_mass_normalized(marginals, graph, labels, proportions)
 
     def _report_ordered_phase(self, predicted, labels, n_classes) -> None:
         """``collapsed_classes_``: the classes that hold more of the unlabelled nodes than

@@ -22,7 +22,6 @@ from graphssl.inference.diffusion_mixture.selection import (
     mixture_leave_one_out,
     select_gamma,
 )
-from graphssl.inference.optimize.baselines.propagation import class_mass_normalization
 from graphssl.inference.optimize.feature_prior import fit_harmonic_with_prior
 from graphssl.models.diffusion_mixture import (
     DirichletDiffusionMixture,
@@ -341,9 +340,10 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         if self.estimate == "map":
             return np.eye(n_classes)[self._map_encoded]
         if self.class_mass_normalize:
-            return class_mass_normalization(
-                self.posterior_mean_, np.flatnonzero(np.asarray(self.model_.observed)),
-                self.class_prior_)
+            observed = np.asarray(self.model_.observed)
+            labels = np.where(observed, np.asarray(self.model_.labels), -1)
+            return self._class_mass_normalized(self.posterior_mean_, self.graph_, labels,
+                                               self.class_prior_)
         return self.posterior_mean_
 
     def sample_more(self, n_iterations: int):
@@ -554,6 +554,5 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
         dist = np.tensordot(self.weights_, self.grid_.class_probs, axes=1)
         dist = dist / dist.sum(axis=1, keepdims=True)
         if self.class_mass_normalize:
-            return class_mass_normalization(dist, np.flatnonzero(labels >= 0),
-                                            self.class_prior_)
+            return self._class_mass_normalized(dist, graph, labels, self.class_prior_)
         return dist
