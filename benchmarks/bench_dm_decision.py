@@ -51,15 +51,15 @@ SKIP = ("usps_full_2pct", "ringnorm_keel_1pct", "twonorm_keel_1pct", "satimage_k
 GRID_SKIP = ("citeseer",)
 
 
-def rule_labels(clf, labelled) -> dict:
+def rule_labels(clf, labels) -> dict:
     """Encoded labels of every rule from one fitted ``DiffusionMixtureClassifier`` or
     ``DiffusionMixtureGridClassifier`` (no MAP; its posterior is the combined marginals)
-    (``labelled``: the indices of the labelled nodes)."""
-    from graphssl.inference.optimize.baselines.propagation import class_mass_normalization
-
+    (``labels``: int[n], -1 unlabelled). CMN is the estimators' own rule
+    (``_class_mass_normalized``: over the nodes a label reaches)."""
     posterior = np.asarray(getattr(clf, "posterior_mean_", clf.label_distributions_),
                            np.float64)
-    cmn = class_mass_normalization(posterior, labelled, clf.class_prior_)
+    encoded = np.where(labels >= 0, np.searchsorted(clf.classes_, labels), -1)
+    cmn = clf._class_mass_normalized(posterior, clf.graph_, encoded, clf.class_prior_)
     rules = dict(posterior_mean=posterior.argmax(1), cmn_eta=cmn.argmax(1))
     if getattr(clf, "_map_encoded", None) is not None:
         rules["map"] = np.asarray(clf._map_encoded)
@@ -97,7 +97,7 @@ def run_set(name, data_dir, n_splits, eta_known=False, estimator="mixture"):
                    true_fraction=(np.bincount(np.searchsorted(clf.classes_, truth),
                                               minlength=len(clf.classes_))
                                   / len(truth)).round(4).tolist())
-        for rule, encoded in rule_labels(clf, idx).items():
+        for rule, encoded in rule_labels(clf, labels).items():
             rec[rule] = float(np.mean(clf.classes_[encoded][mask] == truth))
         print(json.dumps(rec), flush=True)
         records.append(rec)
