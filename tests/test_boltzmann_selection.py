@@ -186,23 +186,25 @@ def test_labels_that_choose_no_coupling_are_reported(moons, zero_noise_fit):
 
 
 def test_class_mass_normalize_rescales_the_same_marginals(moons, zero_noise_fit):
-    """``class_mass_normalize=True``: the same chains (same seed), the unlabelled marginals
-    scaled column by column to the labelled frequencies and renormalised (Zhu et al.'s
-    rule written out); a value that is not a bool is refused by name."""
+    """``class_mass_normalize=True`` (default): the same chains (same seed) as ``False``,
+    the unlabelled marginals scaled column by column to the labelled frequencies and
+    renormalised (Zhu et al.'s rule written out); a value that is not a bool is refused by
+    name."""
     X, _, labels = moons
-    clf = BoltzmannMRFClassifier(model="basic", grid=SETTINGS, n_chains=2, n_samples=60,
-                                 burn_in=10, progress=False, class_mass_normalize=True)
+    clf = zero_noise_fit  # the default rule
+    unscaled = BoltzmannMRFClassifier(model="basic", grid=SETTINGS, n_chains=2, n_samples=60,
+                                      burn_in=10, progress=False, class_mass_normalize=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf.fit(X, labels)
-    plain = np.asarray(zero_noise_fit.label_distributions_, np.float64)
+        unscaled.fit(X, labels)
+    plain = np.asarray(unscaled.label_distributions_, np.float64)
     unlabelled = labels < 0
     frequencies = np.bincount(labels[~unlabelled], minlength=2) / np.sum(~unlabelled)
     scaled = plain[unlabelled] * frequencies / plain[unlabelled].sum(axis=0)
     expected = plain.copy()
     expected[unlabelled] = scaled / scaled.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(clf.label_distributions_, expected, atol=1e-6)
-    np.testing.assert_array_equal(clf.map_labels_, zero_noise_fit.map_labels_)
+    np.testing.assert_array_equal(clf.map_labels_, unscaled.map_labels_)
     with pytest.raises(ValueError, match="class_mass_normalize"):
         BoltzmannMRFClassifier(class_mass_normalize="yes").fit(X, labels)
 
