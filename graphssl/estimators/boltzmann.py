@@ -116,7 +116,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         from a label are near uniform and their small leanings follow the graph's class
         sizes; the rule puts the class sizes back. Measured against False on the same
         splits (``benchmarks/bench_option.py``, paired, splits 0-2, 2026-11-29): panel
-        mean PANEL (14 sets; USPS-10 72.8 -> 80.4, Text-100 63.5 -> 70.7, USPS-100 89.7 ->
+        mean 85.3 -> 85.8 (14 sets; USPS-10 72.8 -> 80.4, Text-100 63.5 -> 70.7, USPS-100 89.7 ->
         90.7; Digit1-10 81.1 -> 76.0, Text-10 57.1 -> 54.1), held-out mean 60.4 -> 62.7 (11
         sets; ionosphere 74.6 -> 90.3, musk1 58.3 -> 63.6; monks2 54.6 -> 53.2).
       progress: ``"auto"`` (default), True or False: the grid route's coupling search.
