@@ -486,7 +486,7 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
     & Lafferty 2003, Sec. 4; :class:`DiffusionMixtureClassifier`'s option). The chains
     and ``grid_`` are the same with and without it. Measured on the same fits
     (``benchmarks/bench_dm_decision.py --estimator grid``, splits 0-2, 2026-11-29):
-    USPS-10 74.0 -> 79.1, USPS-100 83.5 -> 85.5, COIL2-10 59.1 -> 59.7, the other 11
+    USPS-10 74.0 -> 79.1, USPS-100 83.5 -> 85.5, COIL2-10 59.1 -> 59.6, the other 11
     panel sets within 0.3 points; panel mean 87.4 -> 87.9 (14 sets), but held-out mean
     58.0 -> 57.7 (11 sets; monks3 -2.2, pima -0.8, tae +1.4): not the default.
 
