@@ -42,6 +42,17 @@ def moons():
     return ds.X, ds.y, labels
 
 
+def _small_fit(X, labels, **kwargs):
+    """A grid-route fit at the shared settings (the module's compiled programs) and the
+    warnings it raised, as strings."""
+    clf = BoltzmannMRFClassifier(model="basic", grid=SETTINGS, n_chains=2, n_samples=60,
+                                 burn_in=10, progress=False, **kwargs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, labels)
+    return clf, [str(w.message) for w in caught]
+
+
 @pytest.fixture(scope="module")
 def zero_noise_fit(moons):
     X, _, labels = moons
@@ -153,13 +164,9 @@ def test_an_ordered_posterior_is_reported(moons, zero_noise_fit, monkeypatch):
         return post._replace(posterior_mean_labels=np.ones_like(post.posterior_mean_labels))
 
     monkeypatch.setattr(bs, "grid_posterior", swept)
-    clf = BoltzmannMRFClassifier(model="basic", grid=SETTINGS, n_chains=2, n_samples=60,
-                                 burn_in=10, progress=False)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        clf.fit(X, labels)
-    messages = [str(w.message) for w in caught if "ordered phase" in str(w.message)]
-    assert len(messages) == 1, [str(w.message) for w in caught]
+    clf, caught = _small_fit(X, labels)
+    messages = [text for text in caught if "ordered phase" in text]
+    assert len(messages) == 1, caught
     assert "class 1 100 %" in messages[0] and "GridSettings(alpha0" in messages[0]
     np.testing.assert_array_equal(clf.collapsed_classes_, [1])
 
@@ -174,14 +181,10 @@ def test_labels_that_choose_no_coupling_are_reported(moons, zero_noise_fit):
     scrambled = labels.copy()
     for c in (0, 1):
         scrambled[np.flatnonzero(labels == c)[1]] = 1 - c
-    clf = BoltzmannMRFClassifier(model="basic", grid=SETTINGS, n_chains=2, n_samples=60,
-                                 burn_in=10, progress=False)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        clf.fit(X, scrambled)
-    messages = [str(w.message) for w in caught if "better than chance" in str(w.message)]
+    clf, caught = _small_fit(X, scrambled)
+    messages = [text for text in caught if "better than chance" in text]
     assert not clf.grid_.carries_labels
-    assert len(messages) == 1, [str(w.message) for w in caught]
+    assert len(messages) == 1, caught
     assert "grid_.cv" in messages[0] and "HarmonicFunctionClassifier" in messages[0]
 
 
@@ -192,11 +195,7 @@ def test_class_mass_normalize_rescales_the_same_marginals(moons, zero_noise_fit)
     name."""
     X, _, labels = moons
     clf = zero_noise_fit  # the default rule
-    unscaled = BoltzmannMRFClassifier(model="basic", grid=SETTINGS, n_chains=2, n_samples=60,
-                                      burn_in=10, progress=False, class_mass_normalize=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        unscaled.fit(X, labels)
+    unscaled, _ = _small_fit(X, labels, class_mass_normalize=False)
     plain = np.asarray(unscaled.label_distributions_, np.float64)
     unlabelled = labels < 0
     frequencies = np.bincount(labels[~unlabelled], minlength=2) / np.sum(~unlabelled)
