@@ -197,6 +197,7 @@ def test_class_mass_normalize_rescales_the_same_marginals(moons, zero_noise_fit)
     clf = zero_noise_fit  # the default rule
     unscaled, _ = _small_fit(X, labels, class_mass_normalize=False)
     plain = np.asarray(unscaled.label_distributions_, np.float64)
+    np.testing.assert_array_equal(clf.posterior_mean_, unscaled.posterior_mean_)
     unlabelled = labels < 0
     frequencies = np.bincount(labels[~unlabelled], minlength=2) / np.sum(~unlabelled)
     scaled = plain[unlabelled] * frequencies / plain[unlabelled].sum(axis=0)

@@ -111,7 +111,8 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         nodes that a label reaches column by column to the labelled frequencies (with a
         feature model: its class proportions), then renormalise each row (Zhu, Ghahramani
         & Lafferty 2003, Sec. 4; :class:`~graphssl.estimators.baselines.
-        HarmonicFunctionClassifier`'s rule); the chains are the same. The coupling the
+        HarmonicFunctionClassifier`'s rule; every route, ``posterior_mean_`` keeps the
+        marginals); the chains are the same. The coupling the
         labels choose sits below the ordered phase, where the marginals of nodes a few hops
         from a label are near uniform and their small leanings follow the graph's class
         sizes; the rule puts the class sizes back. Measured against False on the same
@@ -138,6 +139,8 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         scale per feature; ``sigma_`` for the basic model's likelihood route.
       n_reconnected_: nodes given their union pairs back under ``symmetrize="min"`` (0
         otherwise).
+      posterior_mean_: ``float[n, C]``, the label posterior's marginals (Eq. 5) as
+        computed, before ``class_mass_normalize`` (``label_distributions_`` after it).
       pair_geometry_: the model's pairs and their squared differences
         (:class:`~graphssl.models.boltzmann.PairGeometry`; locally scaled with
         ``sigma="local"``; one column on the grid route).
@@ -360,6 +363,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
                                                   float(self.log_length_scales_[0]))
             self.length_scales_ = np.sqrt(np.exp(self.log_length_scales_) / 2.0)
         marginals = np.asarray(post.marginals)[:, :n_classes]
+        self.posterior_mean_ = marginals
         if not self.class_mass_normalize:
             return marginals
         # HF's rule: the labelled frequencies, or the feature model's class proportions
