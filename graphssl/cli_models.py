@@ -15,7 +15,7 @@ __all__ = ["MODELS", "register_model"]
 def _grf():
     from graphssl.estimators.baselines import HarmonicFunctionClassifier
 
-    return HarmonicFunctionClassifier()
+    return HarmonicFunctionClassifier(class_mass_normalize=False)  # the argmax rule
 
 
 def _grf_cmn():
