@@ -382,9 +382,11 @@ def test_harmonic_mixture_takes_the_feature_prior():
 
     data = citation_from_arrays(*_planted(n=150, p_in=0.04, p_out=0.01, seed=2))
     labels, test = data.train_labels(), ~data.train_mask
-    hm = HarmonicMixtureClassifier(n_components=10).fit_graph(data.graph, labels,
-                                                              X=data.features)
-    alone = HarmonicMixtureClassifier(n_components=10, features=None).fit_graph(
+    # both read by argmax: the point is what the prior adds, not the decision rule
+    hm = HarmonicMixtureClassifier(n_components=10, decision="argmax").fit_graph(
+        data.graph, labels, X=data.features)
+    alone = HarmonicMixtureClassifier(n_components=10, features=None,
+                                      decision="argmax").fit_graph(
         data.graph, labels, X=data.features)
     assert hm._mixture_kind(data.features) == "multinomial" and hm.prior_lambda_.shape == (10, 3)
     assert hm.prior_weight_scores_.shape == (9,)  # DEFAULT_ETA_GRID
