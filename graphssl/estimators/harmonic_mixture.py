@@ -13,6 +13,7 @@ from graphssl.inference.harmonic_mixture.fit import (
     fit_harmonic_mixture,
     predict_proba,
 )
+from graphssl.inference.optimize.baselines.propagation import class_mass_scale
 from graphssl.inference.optimize.em import EMOptions
 from graphssl.inference.optimize.feature_prior import (
     DEFAULT_ETA_GRID,
@@ -228,9 +229,9 @@ class HarmonicMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         dist[observed] = np.eye(n_classes)[labels[observed]]
         unl = ~observed
         self.threshold_ = float(np.median(dist[unl, -1])) if unl.any() else 0.5
-        mass = dist[unl].sum(0) if unl.any() else np.ones(n_classes)
-        prior = np.bincount(labels[observed], minlength=n_classes) / observed.sum()
-        self.class_scale_ = prior / np.maximum(mass, 1e-300)
+        frequencies = np.bincount(labels[observed], minlength=n_classes) / observed.sum()
+        self.class_scale_ = (class_mass_scale(dist[unl], frequencies) if unl.any()
+                             else frequencies)
         return dist
 
     def _with_prior(self, graph, labels, n_classes, prior, X):

@@ -26,19 +26,27 @@ def class_mass_normalization(scores, labelled_index, class_prior=None) -> np.nda
     frequencies), then renormalises each unlabelled row. Labelled rows are unchanged.
     """
     scores = np.array(scores, dtype=np.float64)
-    n, n_classes = scores.shape
-    unl = np.ones(n, dtype=bool)
+    unl = np.ones(scores.shape[0], dtype=bool)
     unl[labelled_index] = False
     if class_prior is None:
         counts = scores[labelled_index].sum(axis=0)
         class_prior = counts / counts.sum()
+    scores[unl] = normalize_scores(scores[unl] * class_mass_scale(scores[unl], class_prior))
+    return scores
+
+
+def class_mass_scale(unlabelled_scores, class_prior) -> np.ndarray:
+    """The column factors of class mass normalisation, float[C]: ``q_c / sum_i f_ic`` over
+    the unlabelled rows ``unlabelled_scores [u, C]`` with ``q`` = ``class_prior``
+    normalised (0 for a class of no mass). Kept apart so that a fit can store them and scale
+    new points' scores the same way (the harmonic mixture's ``class_scale_``)."""
+    scores = np.asarray(unlabelled_scores, dtype=np.float64)
+    n_classes = scores.shape[1]
     q = np.asarray(class_prior, dtype=np.float64)
     if q.shape != (n_classes,) or np.any(q < 0) or not q.sum() > 0:
         raise ValueError(f"class_prior: expected {n_classes} non-negative proportions")
-    mass = scores[unl].sum(axis=0)
-    scale = np.where(mass > 0, q / q.sum() / np.where(mass > 0, mass, 1.0), 0.0)
-    scores[unl] = normalize_scores(scores[unl] * scale)
-    return scores
+    mass = scores.sum(axis=0)
+    return np.where(mass > 0, q / q.sum() / np.where(mass > 0, mass, 1.0), 0.0)
 
 
 def harmonic_function(
