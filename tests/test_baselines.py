@@ -13,6 +13,7 @@ from graphssl.inference.optimize.baselines import (
     class_mass_normalization,
     harmonic_function,
     knn_graph_classifier,
+    labelled_class_proportions,
     lgc,
     parzen_window,
 )
@@ -92,11 +93,28 @@ def test_class_mass_normalization(problem):
     ref /= ref.sum(1, keepdims=True)
     np.testing.assert_allclose(G[unl], ref, atol=1e-12)
     np.testing.assert_array_equal(G[~unl], F[~unl])
-    # default prior = labelled class frequencies (3, 3, 3) -> equal masses
-    H = class_mass_normalization(F, np.flatnonzero(~unl))
-    assert np.argmax(H[unl], 1).shape == (int(unl.sum()),)
     with pytest.raises(ValueError, match="class_prior"):
         class_mass_normalization(F, np.flatnonzero(~unl), [1.0, 0.0])
+
+
+def test_class_mass_normalization_default_prior_is_add_one_smoothed(problem):
+    """Without ``class_prior`` the masses are the labelled counts plus one, over L + C
+    (Zhu's own code: ``q = sum(fl) + 1``); unequal counts (3, 1, 1 of 5 labels) tell it
+    from the raw frequencies (0.6, 0.2, 0.2)."""
+    W, labels, C = problem
+    lab = np.flatnonzero(labels >= 0)[:5]
+    uneven = np.full_like(labels, -1)
+    uneven[lab] = [0, 0, 0, 1, 2]
+    F = harmonic_function(W, uneven, n_classes=C, tol=1e-12)
+    unl = uneven < 0
+    q = np.array([4.0, 2.0, 2.0]) / 8.0
+    G = class_mass_normalization(F, lab)
+    ref = F[unl] * q / F[unl].sum(0)
+    np.testing.assert_allclose(G[unl], ref / ref.sum(1, keepdims=True), atol=1e-12)
+    np.testing.assert_allclose(labelled_class_proportions([3, 1, 1]), q)
+    np.testing.assert_allclose(labelled_class_proportions([4, 1, 0]), [5 / 8, 2 / 8, 1 / 8])
+    with pytest.raises(ValueError, match="class_counts"):
+        labelled_class_proportions([[1, 2]])
 
 
 def test_harmonic_mixture_cmn_decision_is_the_shared_rule():

@@ -192,16 +192,16 @@ def test_labels_that_choose_no_coupling_are_reported(moons, zero_noise_fit):
 
 def test_class_mass_normalize_rescales_the_same_marginals(moons, zero_noise_fit):
     """``class_mass_normalize=True`` (default): the same chains (same seed) as ``False``,
-    the unlabelled marginals scaled column by column to the labelled frequencies and
-    renormalised (Zhu et al.'s rule written out); a value that is not a bool is refused by
-    name."""
+    the unlabelled marginals scaled column by column to the labelled frequencies (add-one
+    smoothed) and renormalised (Zhu et al.'s rule written out); a value that is not a bool
+    is refused by name."""
     X, _, labels = moons
     clf = zero_noise_fit  # the default rule
     unscaled, _ = _small_fit(X, labels, class_mass_normalize=False)
     plain = np.asarray(unscaled.label_distributions_, np.float64)
     np.testing.assert_array_equal(clf.posterior_mean_, unscaled.posterior_mean_)
     unlabelled = labels < 0
-    frequencies = np.bincount(labels[~unlabelled], minlength=2) / np.sum(~unlabelled)
+    frequencies = (np.bincount(labels[~unlabelled], minlength=2) + 1) / (np.sum(~unlabelled) + 2)
     scaled = plain[unlabelled] * frequencies / plain[unlabelled].sum(axis=0)
     expected = plain.copy()
     expected[unlabelled] = scaled / scaled.sum(axis=1, keepdims=True)

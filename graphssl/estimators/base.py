@@ -292,10 +292,18 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         of ``dist`` over the unlabelled nodes a label reaches: labelled rows and unreached
         ones (which get the class prior after, :meth:`_unreached_proba`) neither count in
         the class masses nor change. ``class_prior``: the masses wanted (default: the
-        labelled frequencies)."""
-        from graphssl.inference.optimize.baselines.propagation import class_mass_normalization
+        labelled counts with add-one smoothing,
+        :func:`~graphssl.inference.optimize.baselines.propagation.labelled_class_proportions`,
+        read from ``labels``, not from the rows of ``dist``)."""
+        from graphssl.inference.optimize.baselines.propagation import (
+            class_mass_normalization,
+            labelled_class_proportions,
+        )
 
         labels = np.asarray(labels)
+        if class_prior is None:
+            counts = np.bincount(labels[labels >= 0], minlength=np.shape(dist)[1])
+            class_prior = labelled_class_proportions(counts)
         fixed = (labels >= 0) | self._unreached_mask(graph, labels)
         return class_mass_normalization(dist, np.flatnonzero(fixed), class_prior)
 

@@ -53,8 +53,9 @@ class HarmonicFunctionClassifier(FeaturePriorMixin, GraphSSLClassifier):
     seed of the feature model's cross-validation folds (None, an int or a Generator).
 
     ``class_mass_normalize=True`` (default since 2026-11-29; Zhu et al.'s Sec. 4 decision
-    rule): the unlabelled columns scaled to the labelled frequencies, then each row
-    renormalised. Against False on the same splits (``benchmarks/bench_option.py``,
+    rule): the unlabelled columns scaled to the labelled frequencies (add-one smoothed,
+    :func:`~graphssl.inference.optimize.baselines.propagation.labelled_class_proportions`),
+    then each row renormalised. Against False on the same splits (``benchmarks/bench_option.py``,
     paired, 10 splits, ``bench_option_hf_cmn*.json``): panel mean 86.6 -> 87.1 (16 sets;
     Text-10 50.8 -> 59.5, COIL2-10 67.1 -> 69.0; Digit1-10 82.3 -> 78.5), held-out mean
     63.4 -> 65.9 (18 sets, 3 splits; ringnorm 50.9 -> 86.9, ionosphere 77.5 -> 85.8,

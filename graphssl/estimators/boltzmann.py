@@ -108,9 +108,9 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         Eq. (39) on the raw differences. ``fit_graph`` pairs are never rescaled.
       random_state: None, an int or a ``numpy.random.Generator``.
       class_mass_normalize: True (default) or False: scale the marginals of the unlabelled
-        nodes that a label reaches column by column to the labelled frequencies (with a
-        feature model: its class proportions), then renormalise each row (Zhu, Ghahramani
-        & Lafferty 2003, Sec. 4; :class:`~graphssl.estimators.baselines.
+        nodes that a label reaches column by column to the labelled frequencies (add-one
+        smoothed; with a feature model: its class proportions), then renormalise each row
+        (Zhu, Ghahramani & Lafferty 2003, Sec. 4; :class:`~graphssl.estimators.baselines.
         HarmonicFunctionClassifier`'s rule; every route, ``posterior_mean_`` keeps the
         marginals); the chains are the same. The coupling the
         labels choose sits below the ordered phase, where the marginals of nodes a few hops
@@ -366,7 +366,8 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.posterior_mean_ = marginals
         if not self.class_mass_normalize:
             return marginals
-        # HF's rule: the labelled frequencies, or the feature model's class proportions
+        # HF's rule: the labelled frequencies (add-one smoothed), or the feature model's
+        # class proportions
         labels = np.asarray(labels)
         proportions = None if prior is None else prior.probs[labels < 0].mean(axis=0)
         return self._class_mass_normalized(marginals, graph, labels, proportions)

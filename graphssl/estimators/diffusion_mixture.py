@@ -22,6 +22,7 @@ from graphssl.inference.diffusion_mixture.selection import (
     mixture_leave_one_out,
     select_gamma,
 )
+from graphssl.inference.optimize.baselines.propagation import labelled_class_proportions
 from graphssl.inference.optimize.feature_prior import fit_harmonic_with_prior
 from graphssl.models.diffusion_mixture import (
     DirichletDiffusionMixture,
@@ -47,8 +48,8 @@ def _class_prior(class_prior, labels, n_classes, graph_ok: bool = False):
         if class_prior != "labelled":
             raise ValueError(f"class_prior: got {class_prior!r}; use None, 'labelled', 'auto', "
                              "'graph' or C proportions")
-        counts = np.bincount(labels[labels >= 0], minlength=n_classes) + 1.0
-        return counts / counts.sum()
+        return labelled_class_proportions(np.bincount(labels[labels >= 0],
+                                                      minlength=n_classes))
     return class_prior
 
 

@@ -13,7 +13,10 @@ from graphssl.inference.harmonic_mixture.fit import (
     fit_harmonic_mixture,
     predict_proba,
 )
-from graphssl.inference.optimize.baselines.propagation import class_mass_scale
+from graphssl.inference.optimize.baselines.propagation import (
+    class_mass_scale,
+    labelled_class_proportions,
+)
 from graphssl.inference.optimize.em import EMOptions
 from graphssl.inference.optimize.feature_prior import (
     DEFAULT_ETA_GRID,
@@ -56,7 +59,8 @@ class HarmonicMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         (cost O(n k_R d) instead of O(n M (d + M)); an approximation, see
         :mod:`graphssl.models.harmonic_backbone`).
       decision: ``"cmn"`` (default since 2026-11-29: class mass normalisation to the
-        labelled class frequencies, HarmonicFunctionClassifier's default too), ``"argmax"``
+        labelled class frequencies, add-one smoothed, HarmonicFunctionClassifier's default
+        too), ``"argmax"``
         or ``"median"`` (binary: threshold at median(f) over the unlabelled points, Sec.
         4.1). ``"cmn"`` against ``"argmax"`` on the same splits (``benchmarks/
         bench_option.py``, paired, ``bench_option_hm_cmn*.json``): panel mean 83.2 -> 83.9
@@ -229,9 +233,10 @@ class HarmonicMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         dist[observed] = np.eye(n_classes)[labels[observed]]
         unl = ~observed
         self.threshold_ = float(np.median(dist[unl, -1])) if unl.any() else 0.5
-        frequencies = np.bincount(labels[observed], minlength=n_classes) / observed.sum()
-        self.class_scale_ = (class_mass_scale(dist[unl], frequencies) if unl.any()
-                             else frequencies)
+        proportions = labelled_class_proportions(np.bincount(labels[observed],
+                                                             minlength=n_classes))
+        self.class_scale_ = (class_mass_scale(dist[unl], proportions) if unl.any()
+                             else proportions)
         return dist
 
     def _with_prior(self, graph, labels, n_classes, prior, X):

@@ -46,6 +46,7 @@ from graphssl.inference.optimize.baselines.parzen import parzen_window
 from graphssl.inference.optimize.baselines.propagation import (
     class_mass_normalization,
     harmonic_function,
+    labelled_class_proportions,
     lgc,
 )
 from graphssl.inference.optimize.baselines.solvers import batched_pcg
@@ -58,6 +59,7 @@ __all__ = [
     "SolveInfo",
     "harmonic_function",
     "class_mass_normalization",
+    "labelled_class_proportions",
     "lgc",
     "parzen_window",
     "knn_graph_classifier",
