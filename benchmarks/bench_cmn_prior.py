@@ -4,14 +4,17 @@ Class mass normalisation (Zhu, Ghahramani & Lafferty 2003, Sec. 4) scales the un
 class masses to proportions ``q``. Estimated from the labels, ``q`` is either the raw
 frequencies ``n_c / L`` or, as in Zhu's own code, ``(n_c + 1) / (L + C)``
 (:func:`graphssl.inference.optimize.baselines.propagation.labelled_class_proportions`, the
-library's default since 2026-11-29). For every (set, split) this script fits the estimator
-once with the rule off (``--off-params``, default ``{"class_mass_normalize": false}``), then
-applies the estimator's own rule (``GraphSSLClassifier._class_mass_normalized``: the nodes
-a label reaches) to its unscaled marginals (``posterior_mean_`` where the estimator keeps
-them, else ``label_distributions_``) with each ``q``, and scores argmax, raw and add-one on
-the unlabelled points: the same fit, so the comparison is paired exactly. Sets that come
-with a graph (CiteSeer) are skipped: with node features the estimators normalise to the
-feature model's proportions, which this choice does not touch.
+library's default since 2026-11-29).
+
+For every (set, split) this script fits the estimator once with the rule off
+(``--off-params``, default ``{"class_mass_normalize": false}``), then applies the
+estimator's own rule (``GraphSSLClassifier._class_mass_normalized``: the nodes a label
+reaches) to its unscaled marginals (``posterior_mean_`` where the estimator keeps them, else
+``label_distributions_``; nodes no label reaches get the estimator's own fill, the class
+prior) with each ``q``, and scores argmax, raw and add-one on the unlabelled points: the
+same fit, so the comparison is paired exactly. Sets that come with a graph (CiteSeer) are
+skipped: with node features the estimators normalise to the feature model's proportions,
+which this choice does not touch.
 
     GRAPHSSL_DATA=... python benchmarks/bench_cmn_prior.py HarmonicFunctionClassifier \\
         --splits 10 --tag hf
@@ -43,7 +46,9 @@ def _scores(clf, data, labels, mask):
     from graphssl.inference.optimize.baselines.propagation import labelled_class_proportions
 
     dist = getattr(clf, "posterior_mean_", None)
-    dist = np.asarray(clf.label_distributions_ if dist is None else dist, dtype=np.float64)
+    dist = np.array(clf.label_distributions_ if dist is None else dist, dtype=np.float64)
+    nodes, fill = clf._unreached_fill  # what the estimator gives nodes no label reaches
+    dist[nodes] = fill
     encoded = np.full(labels.shape, -1)
     encoded[labels >= 0] = np.searchsorted(clf.classes_, labels[labels >= 0])
     counts = np.bincount(encoded[encoded >= 0], minlength=dist.shape[1]).astype(np.float64)

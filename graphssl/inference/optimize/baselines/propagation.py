@@ -45,7 +45,7 @@ def labelled_class_proportions(class_counts) -> np.ndarray:
     from the same fits (``benchmarks/bench_cmn_prior.py``, paired, the 15 panel sets without
     a graph, 2026-11-29): harmonic function (10 splits) mean 88.25 -> 88.45 (Digit1-10 78.5
     -> 80.8, USPS-10 81.4 -> 82.3; COIL2-10 69.0 -> 68.3), harmonic mixture (10 splits)
-    85.80 -> 86.06 (Digit1-10 70.4 -> 73.4), Boltzmann MRF (splits 0-2) 86.39 -> 86.49
+    85.80 -> 86.06 (Digit1-10 70.4 -> 73.4), Boltzmann MRF (splits 0-2) 86.13 -> 86.23
     (Digit1-10 +0.8, USPS-10 and Text-100 +0.4, COIL2-10 -0.1); no other set moves by
     more than 0.4."""
     counts = np.asarray(class_counts, dtype=np.float64)
