@@ -157,3 +157,27 @@ def test_unreached_nodes_neither_count_nor_change():
     reached = [1, 2, 3]
     np.testing.assert_allclose(out[reached], _reference(dist, np.isin(np.arange(7), reached),
                                                         ETA)[reached])
+
+
+def test_default_target_is_read_from_the_labels():
+    """Without a class prior the rule's target is the labelled counts add-one smoothed,
+    read from ``labels``: neither the rows of the labelled nodes (soft under label noise) nor
+    those of a component no label reaches move it. (The rule once summed those rows: on
+    COIL2-10, 274 unreached nodes of 1500 then set the Boltzmann MRF's target.)"""
+    import scipy.sparse as sp
+
+    from graphssl.estimators import DiffusionMixtureClassifier
+    from graphssl.graph import Graph
+
+    edges = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (6, 7), (7, 8)]  # 6-8: unreached
+    rows, cols = zip(*edges, strict=True)
+    W = sp.coo_matrix((np.ones(len(edges)), (rows, cols)), shape=(9, 9))
+    graph = Graph.from_scipy((W + W.T).tocsr())
+    labels = np.array([0, -1, -1, -1, 1, 1, -1, -1, -1])  # counts 1 : 2
+    dist = np.random.default_rng(1).dirichlet((1.0, 1.0), size=9)
+    dist[[6, 7, 8]] = [0.99, 0.01]  # an unreached component leaning to class 0
+    dist[[0, 4, 5]] = [[0.6, 0.4], [0.3, 0.7], [0.45, 0.55]]  # soft labelled rows
+    out = DiffusionMixtureClassifier()._class_mass_normalized(dist, graph, labels)
+    q = np.array([2.0, 3.0]) / 5.0  # (1 + 1, 2 + 1) / (3 + 2)
+    reached = np.isin(np.arange(9), [1, 2, 3])
+    np.testing.assert_allclose(out[reached], _reference(dist, reached, q)[reached])
