@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -35,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_defaults import HELDOUT, PANEL, load_panel_set  # noqa: E402
+from bench_defaults import load_panel_set  # noqa: E402
+from bench_option import paired_arguments, run_paired  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 RULES = ("argmax", "raw", "add_one")
@@ -110,41 +110,14 @@ def table(tag):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("estimator", nargs="?", help="a class of graphssl.estimators")
-    parser.add_argument("--off-params", default='{"class_mass_normalize": false}',
-                        help="the estimator's option that turns the rule off, as JSON")
-    parser.add_argument("--data-dir", default=os.environ.get("GRAPHSSL_DATA"))
-    parser.add_argument("--sets", nargs="+", default=None,
-                        help="panel set names, or 'heldout' (default: the panel)")
-    parser.add_argument("--splits", type=int, default=3)
-    parser.add_argument("--tag", default=None)
-    parser.add_argument("--table", metavar="TAG", default=None)
+    paired_arguments(parser, "--off-params", '{"class_mass_normalize": false}',
+                     "the estimator's option that turns the rule off, as JSON")
     args = parser.parse_args(argv)
     if args.table:
         table(args.table)
         return
-    if not args.estimator or not args.tag:
-        parser.error("give the estimator and --tag (or --table TAG)")
-    if not args.data_dir:
-        parser.error("--data-dir or GRAPHSSL_DATA: the folder of ../shared/datasets")
-    off_params = json.loads(args.off_params)
-    sets = list(PANEL) if args.sets is None else (
-        list(HELDOUT) if args.sets == ["heldout"] else args.sets)
-    out = RESULTS / f"bench_cmn_prior_{args.tag}.json"
-    payload = dict(estimator=args.estimator, off_params=off_params, splits=args.splits,
-                   records=[])
-    if out.exists():
-        payload = json.loads(out.read_text())
-        if payload["estimator"] != args.estimator or payload["off_params"] != off_params:
-            parser.error(f"{out.name} holds another comparison; choose another --tag")
-    done = {r["set"] for r in payload["records"]}
-    for name in sets:
-        if name in done:
-            continue
-        payload["records"] += run_set(args.estimator, off_params, name, args.data_dir,
-                                      args.splits)
-        out.write_text(json.dumps(payload, indent=1))
-    table(args.tag)
+    run_paired(parser, args, "bench_cmn_prior", "off_params", json.loads(args.off_params),
+               run_set, table)
 
 
 if __name__ == "__main__":

@@ -92,43 +92,58 @@ def table(tag):
     print(f"| mean ({len(means)} sets) | | {d:.1f} | {o:.1f} | {o - d:+.1f} |")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def paired_arguments(parser, option, default, help_text):
+    """The command line shared by the paired benchmarks (this one and
+    ``bench_cmn_prior.py``): the estimator, its ``option`` (JSON), sets, splits, tag and
+    ``--table``."""
     parser.add_argument("estimator", nargs="?", help="a class of graphssl.estimators")
-    parser.add_argument("--params", default="{}", help="the option, as a JSON object")
+    parser.add_argument(option, default=default, help=help_text)
     parser.add_argument("--data-dir", default=os.environ.get("GRAPHSSL_DATA"))
     parser.add_argument("--sets", nargs="+", default=None,
                         help="panel set names, or 'heldout' (default: the panel)")
     parser.add_argument("--splits", type=int, default=3)
     parser.add_argument("--tag", default=None)
     parser.add_argument("--table", metavar="TAG", default=None)
-    args = parser.parse_args(argv)
-    if args.table:
-        table(args.table)
-        return
+
+
+def run_paired(parser, args, prefix, key, params, run_set_fn, table_fn):
+    """Check the arguments, then run ``run_set_fn(estimator, params, set, data_dir, splits)``
+    on every set not yet in ``results/<prefix>_<tag>.json`` (written after each set, so a
+    rerun resumes; a file holding another estimator or ``key`` value is refused), then print
+    ``table_fn(tag)``."""
     if not args.estimator or not args.tag:
         parser.error("give the estimator and --tag (or --table TAG)")
     if not args.data_dir:
         parser.error("--data-dir or GRAPHSSL_DATA: the folder of ../shared/datasets")
-    params = json.loads(args.params)
-    if not isinstance(params, dict) or not params:
-        parser.error("--params: a non-empty JSON object of keyword arguments")
     sets = list(PANEL) if args.sets is None else (
         list(HELDOUT) if args.sets == ["heldout"] else args.sets)
-    out = RESULTS / f"bench_option_{args.tag}.json"
-    payload = dict(estimator=args.estimator, params=params, splits=args.splits, records=[])
+    out = RESULTS / f"{prefix}_{args.tag}.json"
+    payload = {"estimator": args.estimator, key: params, "splits": args.splits, "records": []}
     if out.exists():
         payload = json.loads(out.read_text())
-        if payload["estimator"] != args.estimator or payload["params"] != params:
+        if payload["estimator"] != args.estimator or payload[key] != params:
             parser.error(f"{out.name} holds another comparison; choose another --tag")
     done = {r["set"] for r in payload["records"]}
     for name in sets:
         if name in done:
             continue
-        payload["records"] += run_set(args.estimator, params, name, args.data_dir,
-                                      args.splits)
+        payload["records"] += run_set_fn(args.estimator, params, name, args.data_dir,
+                                         args.splits)
         out.write_text(json.dumps(payload, indent=1))
-    table(args.tag)
+    table_fn(args.tag)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    paired_arguments(parser, "--params", "{}", "the option, as a JSON object")
+    args = parser.parse_args(argv)
+    if args.table:
+        table(args.table)
+        return
+    params = json.loads(args.params)
+    if not isinstance(params, dict) or not params:
+        parser.error("--params: a non-empty JSON object of keyword arguments")
+    run_paired(parser, args, "bench_option", "params", params, run_set, table)
 
 
 if __name__ == "__main__":
