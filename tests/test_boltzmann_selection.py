@@ -343,7 +343,8 @@ def test_one_standard_error_rule_refuses_a_coupling_that_scores_as_chance():
 def test_choose_grid_point_rules():
     """Three points that the labelled points cannot tell apart (within one SE of the best),
     all above chance: "prior" takes the prior's favourite, "weakest" the weakest coupling,
-    "best" the largest mean; a NaN point (a stopped path) is never chosen."""
+    "strongest" the strongest, "best" the largest mean; a NaN point (a stopped path) is
+    never chosen."""
     from graphssl.inference.boltzmann.selection import choose_grid_point
 
     rng = np.random.default_rng(1)
@@ -357,6 +358,12 @@ def test_choose_grid_point_rules():
     assert choose_grid_point(terms, log_prior, strength, n_classes=2) == (0, 2)
     assert choose_grid_point(terms, log_prior, strength, n_classes=2, choice="weakest") == (0, 0)
     assert choose_grid_point(terms, log_prior, strength, n_classes=2, choice="best") == (0, 1)
+    log_prior = np.array([[0.0, -1.0, -2.0, 1.0]])  # now prefers the weakest: "strongest"
+    assert choose_grid_point(terms, log_prior, strength, n_classes=2, choice="strongest") == (
+        0, 2)  # ignores it
+    assert choose_grid_point(terms, log_prior, strength, n_classes=2, choice="strongest",
+                             ordered=np.array([[False, False, True, False]])) == (0, 1)
+    log_prior = np.array([[-2.0, -1.0, 0.0, 1.0]])
     with pytest.raises(ValueError, match="choice"):
         choose_grid_point(terms, log_prior, strength, n_classes=2, choice="max")
     # the ordered phase: among the points the rule keeps, unflagged ones come first (then the
@@ -384,3 +391,17 @@ def test_plausible_share_limits_are_the_beta_posterior_quantile():
     assert limits[0] > 0.63 and limits[0] < 0.91
     skewed = plausible_share_limits(np.array([0] * 18 + [1] * 2 + [2] * 0 + [-1] * 5), 3)
     assert skewed[0] > skewed[1] > skewed[2] > 0
+
+
+def test_grid_given_as_a_dict_overrides_those_fields():
+    """``grid={"choice": "strongest"}`` is the default settings with that field changed;
+    an unknown field or another type is refused by name before any work."""
+    settings = BoltzmannMRFClassifier(grid={"choice": "strongest", "n_folds": 3})._grid_settings()
+    assert settings == bs.GridSettings(choice="strongest", n_folds=3)
+    assert BoltzmannMRFClassifier()._grid_settings() == bs.GridSettings()
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    y = np.r_[np.zeros(3, int), np.ones(3, int), np.full(24, -1)]
+    with pytest.raises(ValueError, match=r"grid: unknown field\(s\) \['folds'\]"):
+        BoltzmannMRFClassifier(grid={"folds": 3}).fit(X, y)
+    with pytest.raises(ValueError, match="grid: give"):
+        BoltzmannMRFClassifier(grid=(0.0, 1.0)).fit(X, y)

@@ -77,7 +77,8 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
       label_noise: the noise rate ``rho = P(o_i != y_i)`` of the grid route: ``gamma`` of
         Eq. (40) by ``e^{e^gamma} = (C - 1)(1 - rho) / rho``, also the channel through which
         a held-out label is scored.
-      grid: a :class:`~graphssl.inference.boltzmann.selection.GridSettings` or None.
+      grid: a :class:`~graphssl.inference.boltzmann.selection.GridSettings`, a dict of the
+        fields to change (``{"choice": "strongest"}``) or None (its defaults).
       prior: the likelihood route's prior: ``"default"``
         (:class:`~graphssl.inference.boltzmann.learning.ThetaPrior`, length scales log-normal
         around the data scale, for the extended model; the exponential prior of Eq. 83 with
@@ -225,9 +226,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
                 raise ValueError(f"{name}: must be a positive integer")
         check_progress(self.progress)
         check_flag(self.class_mass_normalize, "class_mass_normalize")
-        if self.grid is not None and not isinstance(self.grid, bs.GridSettings):
-            raise ValueError("grid: give a graphssl.inference.boltzmann.selection.GridSettings "
-                             "or None")
+        self._grid_settings()  # checked before any work
         method = self.method
         if method == "auto":
             # the unclamped phase (and the extended model's clamped one) leaves all n nodes
@@ -372,6 +371,22 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         proportions = None if prior is None else prior.probs[labels < 0].mean(axis=0)
         return self._class_mass_normalized(marginals, graph, labels, proportions)
 
+    def _grid_settings(self) -> bs.GridSettings:
+        """``grid`` as a :class:`~graphssl.inference.boltzmann.selection.GridSettings`: None
+        gives the defaults, a dict overrides the fields it names."""
+        if self.grid is None:
+            return bs.GridSettings()
+        if isinstance(self.grid, bs.GridSettings):
+            return self.grid
+        if isinstance(self.grid, dict):
+            unknown = sorted(set(self.grid) - set(bs.GridSettings._fields))
+            if unknown:
+                raise ValueError(f"grid: unknown field(s) {unknown}; GridSettings has "
+                                 f"{list(bs.GridSettings._fields)}")
+            return bs.GridSettings()._replace(**self.grid)
+        raise ValueError("grid: give a graphssl.inference.boltzmann.selection.GridSettings, a "
+                         "dict of its fields to override, or None")
+
     def _report_ordered_phase(self, predicted, labels, n_classes) -> None:
         """``collapsed_classes_``: the classes that hold more of the unlabelled nodes than
         their labelled counts make plausible
@@ -440,7 +455,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             template = dataclasses.replace(
                 template, node_field=jnp.asarray(pad, template.field.dtype)).with_parameters()
         kernel = None if method == "swendsen_wang" else chain_kernel(method, template)
-        settings = bs.GridSettings() if self.grid is None else self.grid
+        settings = self._grid_settings()
         why = (f"every point samples {settings.n_folds} folds' chains on "
                f"{int(problem.geometry.senders.shape[0])} pairs "
                f"({settings.burn_in + settings.n_samples} sweeps each); a shorter "

@@ -86,6 +86,9 @@ __all__ = [
 ]
 
 
+CHOICES = ("prior", "weakest", "strongest", "best")
+
+
 class GridSettings(NamedTuple):
     """The search of :func:`select_coupling`.
 
@@ -101,13 +104,15 @@ class GridSettings(NamedTuple):
     points without improvement before the path stops; ``tol``: improvement (nats per
     labelled point) that counts; ``choice``: among the grid points the one-standard-error
     rule keeps, ``"prior"`` takes the one of highest prior density, ``"weakest"`` the
-    weakest coupling (smallest mean weighted degree); ``"best"`` skips the rule and takes
-    the largest (CV). Measured with the estimator's defaults (``bench_defaults.py``, paired
-    splits): ``"weakest"`` against ``"prior"`` on the 12 panel sets below 2000 points, 10
-    splits: panel mean 88.8 both (iris -0.7, breast_cancer +1.6 +- 1.9, the rest within
-    0.6); on splits 0-2 of all 16 it gains on Text-100 (+4.1) and usps_full (+8.7 +- 5.8)
-    and loses on CiteSeer (-1.7); ``"best"`` loses Digit1-10 (-11.8 +- 11.8, panel mean
-    83.2 -> 82.6). ``"prior"`` stays the default.
+    weakest coupling (smallest mean weighted degree), ``"strongest"`` the strongest (the
+    labels reach furthest there, short of the ordered phase, whose points come last for
+    every rule); ``"best"`` skips the rule and takes the largest (CV). Measured with the
+    estimator's defaults (``bench_defaults.py``, paired splits): ``"weakest"`` against
+    ``"prior"`` on the 12 panel sets below 2000 points, 10 splits: panel mean 88.8 both
+    (iris -0.7, breast_cancer +1.6 +- 1.9, the rest within 0.6); on splits 0-2 of all 16 it
+    gains on Text-100 (+4.1) and usps_full (+8.7 +- 5.8) and loses on CiteSeer (-1.7);
+    ``"best"`` loses Digit1-10 (-11.8 +- 11.8, panel mean 83.2 -> 82.6). ``"prior"`` stays
+    the default.
     """
 
     alpha0: tuple = tuple(np.arange(-2.0, 4.01, 0.5).tolist())
@@ -434,13 +439,15 @@ def choose_grid_point(terms: np.ndarray, log_prior: np.ndarray, strength: np.nda
     largest mean; ``"prior"`` / ``"weakest"`` the one-standard-error rule with the chance
     floor ``log(1/C)`` (:func:`_one_standard_error_choice`), ranking the points it keeps by
     ``ordered`` (``bool [offsets, grid]``, the ordered-phase signature: such points last;
-    None: no point is), then by ``log_prior`` or by coupling ``strength`` alone."""
-    if choice not in ("prior", "weakest", "best"):
-        raise ValueError(f"settings.choice: use 'prior', 'weakest' or 'best', got {choice!r}")
+    None: no point is), then by ``log_prior``, by coupling ``strength`` alone (weakest
+    first) or, for ``"strongest"``, by ``strength`` strongest first."""
+    if choice not in CHOICES:
+        raise ValueError(f"settings.choice: use one of {CHOICES}, got {choice!r}")
     if choice == "best":
         o, g = np.unravel_index(np.nanargmax(terms.mean(axis=-1)), strength.shape)
         return int(o), int(g)
-    rank = log_prior if choice == "prior" else np.zeros_like(log_prior)
+    rank = {"prior": log_prior, "weakest": np.zeros_like(log_prior),
+            "strongest": np.asarray(strength, dtype=np.float64)}[choice]
     return _one_standard_error_choice(terms, rank, strength, chance=-math.log(n_classes),
                                       ordered=ordered)
 
