@@ -286,7 +286,8 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self._set_label_distributions(dist)
         return self
 
-    def _class_mass_normalized(self, dist, graph, labels, class_prior=None) -> np.ndarray:
+    def _class_mass_normalized(self, dist, graph, labels, class_prior=None,
+                               match: str = "masses") -> np.ndarray:
         """Class mass normalisation (Zhu, Ghahramani & Lafferty 2003, Sec. 4;
         :func:`~graphssl.inference.optimize.baselines.propagation.class_mass_normalization`)
         of ``dist`` over the unlabelled nodes a label reaches: labelled rows and unreached
@@ -294,7 +295,9 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         the class masses nor change. ``class_prior``: the masses wanted (default: the
         labelled counts with add-one smoothing,
         :func:`~graphssl.inference.optimize.baselines.propagation.labelled_class_proportions`,
-        read from ``labels``, not from the rows of ``dist``)."""
+        read from ``labels``, not from the rows of ``dist``); ``match``: ``"masses"`` or
+        ``"counts"`` (:func:`~graphssl.inference.optimize.baselines.propagation.
+        class_mass_normalization`)."""
         from graphssl.inference.optimize.baselines.propagation import (
             class_mass_normalization,
             labelled_class_proportions,
@@ -305,7 +308,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             counts = np.bincount(labels[labels >= 0], minlength=np.shape(dist)[1])
             class_prior = labelled_class_proportions(counts)
         fixed = (labels >= 0) | self._unreached_mask(graph, labels)
-        return class_mass_normalization(dist, np.flatnonzero(fixed), class_prior)
+        return class_mass_normalization(dist, np.flatnonzero(fixed), class_prior, match)
 
     def _unreached_mask(self, graph, labels) -> np.ndarray:
         """``bool[n]``: unlabelled nodes in graph components without a labelled node."""

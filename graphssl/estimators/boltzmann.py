@@ -25,7 +25,6 @@ from graphssl.models.boltzmann import (
     pair_geometry,
     pair_sq_distances,
 )
-from graphssl.validation import check_flag
 
 __all__ = ["BoltzmannMRFClassifier"]
 
@@ -225,7 +224,11 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}: must be a positive integer")
         check_progress(self.progress)
-        check_flag(self.class_mass_normalize, "class_mass_normalize")
+        if not (self.class_mass_normalize in (True, False) or
+                (isinstance(self.class_mass_normalize, str)
+                 and self.class_mass_normalize == "counts")):
+            raise ValueError("class_mass_normalize: use True (class masses), 'counts' (class "
+                             f"counts) or False, got {self.class_mass_normalize!r}")
         self._grid_settings()  # checked before any work
         method = self.method
         if method == "auto":
@@ -369,7 +372,8 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         # class proportions
         labels = np.asarray(labels)
         proportions = None if prior is None else prior.probs[labels < 0].mean(axis=0)
-        return self._class_mass_normalized(marginals, graph, labels, proportions)
+        match = "counts" if isinstance(self.class_mass_normalize, str) else "masses"
+        return self._class_mass_normalized(marginals, graph, labels, proportions, match)
 
     def _grid_settings(self) -> bs.GridSettings:
         """``grid`` as a :class:`~graphssl.inference.boltzmann.selection.GridSettings`: None

@@ -18,20 +18,26 @@ from graphssl.inference.optimize.baselines.common import (
 from graphssl.inference.optimize.baselines.solvers import _solve_spd, check_dtype
 
 
-def class_mass_normalization(scores, labelled_index, class_prior=None) -> np.ndarray:
+def class_mass_normalization(scores, labelled_index, class_prior=None,
+                             match: str = "masses") -> np.ndarray:
     """Class mass normalisation (Zhu, Ghahramani & Lafferty 2003, Sec. 4).
 
     Scales column c of the unlabelled scores by ``q_c / sum_{i in U} f_ic`` so that the
     class masses match the prior ``q`` (``class_prior``; default: the labelled class
     frequencies with add-one smoothing, :func:`labelled_class_proportions`), then
-    renormalises each unlabelled row. Labelled rows are unchanged.
+    renormalises each unlabelled row. Labelled rows are unchanged. ``match``: ``"masses"``
+    (the paper's rule, :func:`class_mass_scale`) or ``"counts"`` (the factors under which the
+    argmax gives each class its share of the nodes, :func:`class_count_scale`).
     """
+    if match not in ("masses", "counts"):
+        raise ValueError(f"match: use 'masses' or 'counts', got {match!r}")
     scores = np.array(scores, dtype=np.float64)
     unl = np.ones(scores.shape[0], dtype=bool)
     unl[labelled_index] = False
     if class_prior is None:
         class_prior = labelled_class_proportions(scores[labelled_index].sum(axis=0))
-    scores[unl] = normalize_scores(scores[unl] * class_mass_scale(scores[unl], class_prior))
+    scale = class_mass_scale if match == "masses" else class_count_scale
+    scores[unl] = normalize_scores(scores[unl] * scale(scores[unl], class_prior))
     return scores
 
 
@@ -66,6 +72,56 @@ def class_mass_scale(unlabelled_scores, class_prior) -> np.ndarray:
         raise ValueError(f"class_prior: expected {n_classes} non-negative proportions")
     mass = scores.sum(axis=0)
     return np.where(mass > 0, q / q.sum() / np.where(mass > 0, mass, 1.0), 0.0)
+
+
+def class_count_scale(unlabelled_scores, class_prior, max_sweeps: int = 100) -> np.ndarray:
+    """Column factors ``e^{b_c}``, float[C], under which the argmax of the scaled unlabelled
+    rows (``unlabelled_scores [u, C]``) gives each class ``round(q_c u)`` nodes, ``q`` =
+    ``class_prior`` normalised: class mass normalisation's form (columns scaled, rows
+    renormalised) with the factors set by the labels' counts instead of the columns'
+    masses. Where the scores sit close to uniform (a sampled MRF below its ordered phase)
+    the masses match ``q`` while the argmax puts nearly every node in one class; this rule
+    keeps the ranking the scores carry. The biases ``b`` are the dual variables of the
+    assignment that maximises ``sum_i log f_{i c(i)}`` under those counts, found by cyclic
+    coordinate updates in log space (each ``b_c`` set so that exactly its count of nodes
+    prefer ``c`` given the others; exact for two classes, a few sweeps for more; ties may
+    leave a count off by the tied nodes). Hand-written: a C-variable convex dual solved on
+    the host, no library routine for it."""
+    scores = np.asarray(unlabelled_scores, dtype=np.float64)
+    u, n_classes = scores.shape
+    q = np.asarray(class_prior, dtype=np.float64)
+    if q.shape != (n_classes,) or np.any(q < 0) or not q.sum() > 0:
+        raise ValueError(f"class_prior: expected {n_classes} non-negative proportions")
+    bias = np.zeros(n_classes)
+    if u == 0:
+        return np.ones(n_classes)
+    log_f = np.log(np.maximum(scores, 1e-300))
+    counts = _rounded_counts(q / q.sum(), u)
+    for _ in range(int(max_sweeps)):
+        before = bias.copy()
+        for c in range(n_classes):
+            others = np.delete(log_f + bias, c, axis=1).max(axis=1)
+            margin = log_f[:, c] - others  # node i prefers c iff margin_i + b_c > 0
+            if counts[c] == 0:
+                bias[c] = -np.max(margin) - 1.0
+            elif counts[c] >= u:
+                bias[c] = -np.min(margin) + 1.0
+            else:
+                top = np.sort(margin)[::-1]
+                bias[c] = -0.5 * (top[counts[c] - 1] + top[counts[c]])
+        bias -= bias.max()
+        if np.allclose(bias, before, rtol=0.0, atol=1e-12):
+            break
+    return np.exp(bias)
+
+
+def _rounded_counts(q, total: int) -> np.ndarray:
+    """``int[C]`` summing to ``total``, ``q total`` rounded by largest remainders."""
+    raw = q * total
+    counts = np.floor(raw).astype(np.int64)
+    short = int(total - counts.sum())
+    counts[np.argsort(raw - counts)[::-1][:short]] += 1
+    return counts
 
 
 def harmonic_function(
