@@ -351,3 +351,33 @@ def test_jax_cg_compiles_once_across_labelled_sets():
         F = harmonic_function(W, labels, method="jax_cg", tol=1e-10)
         np.testing.assert_allclose(F, _dense_harmonic(W, labels, 3), atol=1e-6)
     assert solvers._JAX_PCG._cache_size() == compiled  # compiled once
+
+
+def test_class_count_scale_gives_each_class_its_count():
+    """``match="counts"``: the argmax of the scaled rows gives each class round(q_c u)
+    nodes, and for two classes exactly the top q_1 u nodes by log-ratio (the ranking the
+    scores carry); near-uniform scores, where matching the masses instead sends nearly every
+    node to the class q favours."""
+    from graphssl.inference.optimize.baselines.propagation import (
+        class_count_scale,
+        class_mass_scale,
+    )
+
+    rng = np.random.default_rng(0)
+    for C in (2, 3, 5):
+        f = rng.dirichlet(np.full(C, 200.0), size=600)  # within a few % of uniform
+        q = rng.dirichlet(np.full(C, 3.0))
+        counts = np.bincount((f * class_count_scale(f, q)).argmax(1), minlength=C)
+        want = np.floor(q * 600 + 0.5)
+        assert np.abs(counts - want).max() <= 1, (C, counts, want)
+    f = rng.dirichlet([200.0, 200.0], size=600)
+    q = np.array([0.6, 0.4])
+    top = np.argsort(np.log(f[:, 1]) - np.log(f[:, 0]))[::-1][:240]
+    labels = (f * class_count_scale(f, q)).argmax(1)
+    np.testing.assert_array_equal(np.flatnonzero(labels == 1), np.sort(top))
+    by_mass = np.bincount((f * class_mass_scale(f, q)).argmax(1), minlength=2)
+    assert by_mass[1] < 60  # the masses match q, the counts do not
+    G = class_mass_normalization(np.vstack([np.eye(2), f]), [0, 1], q, match="counts")
+    assert np.sum(G[2:].argmax(1) == 1) == 240
+    with pytest.raises(ValueError, match="match"):
+        class_mass_normalization(f, [0], q, match="count")

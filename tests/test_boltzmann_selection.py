@@ -405,3 +405,19 @@ def test_grid_given_as_a_dict_overrides_those_fields():
         BoltzmannMRFClassifier(grid={"folds": 3}).fit(X, y)
     with pytest.raises(ValueError, match="grid: give"):
         BoltzmannMRFClassifier(grid=(0.0, 1.0)).fit(X, y)
+
+
+def test_class_mass_normalize_counts_matches_the_labelled_counts(moons, zero_noise_fit):
+    """``class_mass_normalize="counts"``: the same chains, the unlabelled nodes a label
+    reaches split between the classes as the add-one smoothed labelled counts say (3 : 3
+    here, so 27 : 27 of the 54), by the marginals' ranking; another string is refused."""
+    X, _, labels = moons
+    clf, _ = _small_fit(X, labels, class_mass_normalize="counts")
+    np.testing.assert_array_equal(clf.posterior_mean_, zero_noise_fit.posterior_mean_)
+    unlabelled = labels < 0
+    assert np.bincount(clf.transduction_[unlabelled], minlength=2).tolist() == [27, 27]
+    ratio = np.log(clf.posterior_mean_[unlabelled, 1] / clf.posterior_mean_[unlabelled, 0])
+    ones = clf.transduction_[unlabelled] == 1
+    assert ratio[ones].min() >= ratio[~ones].max()
+    with pytest.raises(ValueError, match="class_mass_normalize"):
+        BoltzmannMRFClassifier(class_mass_normalize="masses").fit(X, labels)
