@@ -312,7 +312,7 @@ def test_estimator_options_are_checked(moons):
     with pytest.raises(ValueError, match="label_noise"):
         BoltzmannMRFClassifier(label_noise=0.9).fit(X, labels)
     with pytest.raises(ValueError, match="grid"):
-        BoltzmannMRFClassifier(grid={"alpha0": (0, 1)}).fit(X, labels)
+        BoltzmannMRFClassifier(grid=[0, 1]).fit(X, labels)  # a dict is taken
     with pytest.raises(ValueError, match="progress"):
         BoltzmannMRFClassifier(progress="yes").fit(X, labels)
 
@@ -421,3 +421,38 @@ def test_class_mass_normalize_counts_matches_the_labelled_counts(moons, zero_noi
     assert ratio[ones].min() >= ratio[~ones].max()
     with pytest.raises(ValueError, match="class_mass_normalize"):
         BoltzmannMRFClassifier(class_mass_normalize="masses").fit(X, labels)
+
+
+def test_auto_rule_matches_counts_only_where_masses_give_an_implausible_labelling():
+    """``class_mass_normalize="auto"`` (default): the masses rule, unless its labelling gives
+    a class a share of the reached unlabelled nodes that the labelled counts make
+    implausible; then the counts rule. Near-uniform marginals (0.5 +- 0.01) with labels
+    4 : 2 (target 5/8 : 3/8) all go to class 0 by masses: counts take over (25 : 15 of 40,
+    the ranking kept); confident marginals keep the masses."""
+    import scipy.sparse as sp
+
+    from graphssl.graph import Graph
+
+    n = 46
+    ring = sp.coo_matrix((np.ones(n), (np.arange(n), (np.arange(n) + 1) % n)), shape=(n, n))
+    graph = Graph.from_scipy((ring + ring.T).tocsr())
+    labels = np.full(n, -1)
+    labels[:6] = [0, 0, 0, 0, 1, 1]
+    rng = np.random.default_rng(0)
+    lean = 0.5 + rng.uniform(-0.01, 0.01, n)
+    flat = np.column_stack([lean, 1 - lean])
+
+    def decide(rule, marginals):
+        clf = BoltzmannMRFClassifier(class_mass_normalize=rule)
+        clf._pair_graph = graph  # what a fit sets: the model's pairs as a graph
+        return clf, clf._class_mass_decision(marginals, graph, labels, None, 2)[6:].argmax(1)
+
+    clf, out = decide("auto", flat)
+    assert clf.class_mass_match_ == "counts"
+    assert np.bincount(out, minlength=2).tolist() == [25, 15]
+    assert lean[6:][out == 0].min() > lean[6:][out == 1].max()
+    _, by_masses = decide(True, flat)
+    assert np.all(by_masses == 0)
+    confident = np.where(rng.random(n)[:, None] < 0.5, [0.9, 0.1], [0.1, 0.9])
+    clf, out = decide("auto", confident)
+    assert clf.class_mass_match_ == "masses"

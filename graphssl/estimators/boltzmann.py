@@ -188,7 +188,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         weight="gaussian",
         sigma="local",
         progress="auto",
-        class_mass_normalize=True,
+        class_mass_normalize="auto",
     ):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.model = model
@@ -226,9 +226,9 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         check_progress(self.progress)
         if not (self.class_mass_normalize in (True, False) or
                 (isinstance(self.class_mass_normalize, str)
-                 and self.class_mass_normalize == "counts")):
-            raise ValueError("class_mass_normalize: use True (class masses), 'counts' (class "
-                             f"counts) or False, got {self.class_mass_normalize!r}")
+                 and self.class_mass_normalize in ("auto", "counts"))):
+            raise ValueError("class_mass_normalize: use 'auto', True (class masses), 'counts' "
+                             f"(class counts) or False, got {self.class_mass_normalize!r}")
         self._grid_settings()  # checked before any work
         method = self.method
         if method == "auto":
@@ -372,8 +372,31 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         # class proportions
         labels = np.asarray(labels)
         proportions = None if prior is None else prior.probs[labels < 0].mean(axis=0)
-        match = "counts" if isinstance(self.class_mass_normalize, str) else "masses"
-        return self._class_mass_normalized(marginals, graph, labels, proportions, match)
+        return self._class_mass_decision(marginals, graph, labels, proportions, n_classes)
+
+    def _class_mass_decision(self, marginals, graph, labels, proportions, n_classes):
+        """The ``class_mass_normalize`` rule on the marginals (class docstring); records the
+        match used in ``class_mass_match_``."""
+        rule = self.class_mass_normalize
+        match = rule if isinstance(rule, str) and rule == "counts" else "masses"
+        scaled = self._class_mass_normalized(marginals, graph, labels, proportions, match)
+        self.class_mass_match_ = match
+        if isinstance(rule, str) and rule == "auto" and self._implausible_shares(
+                scaled, graph, labels, n_classes):
+            self.class_mass_match_ = "counts"
+            scaled = self._class_mass_normalized(marginals, graph, labels, proportions,
+                                                 "counts")
+        return scaled
+
+    def _implausible_shares(self, scaled, graph, labels, n_classes) -> bool:
+        """Whether the argmax of ``scaled`` gives some class more of the unlabelled nodes a
+        label reaches than the labelled counts make plausible
+        (:func:`~graphssl.inference.ordered_phase.collapsed_classes`)."""
+        from graphssl.inference.ordered_phase import collapsed_classes
+
+        keep = ~self._unreached_mask(graph, labels)
+        return collapsed_classes(np.argmax(scaled, axis=1)[keep], labels[keep],
+                                 n_classes).size > 0
 
     def _grid_settings(self) -> bs.GridSettings:
         """``grid`` as a :class:`~graphssl.inference.boltzmann.selection.GridSettings`: None
