@@ -107,19 +107,31 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         estimators' local widths) and their median ``sigma_ref``; any other value keeps
         Eq. (39) on the raw differences. ``fit_graph`` pairs are never rescaled.
       random_state: None, an int or a ``numpy.random.Generator``.
-      class_mass_normalize: True (default) or False: scale the marginals of the unlabelled
-        nodes that a label reaches column by column to the labelled frequencies (add-one
-        smoothed; with a feature model: its class proportions), then renormalise each row
-        (Zhu, Ghahramani & Lafferty 2003, Sec. 4; :class:`~graphssl.estimators.baselines.
-        HarmonicFunctionClassifier`'s rule; every route, ``posterior_mean_`` keeps the
-        marginals); the chains are the same. The coupling the
-        labels choose sits below the ordered phase, where the marginals of nodes a few hops
-        from a label are near uniform and their small leanings follow the graph's class
-        sizes; the rule puts the class sizes back. Measured against False on the same
-        splits (``benchmarks/bench_option.py``, paired, splits 0-2, 2026-11-29): panel
-        mean 85.3 -> 85.8 (14 sets; USPS-10 72.8 -> 80.4, Text-100 63.5 -> 70.7, USPS-100 89.7 ->
-        90.7; Digit1-10 81.1 -> 76.0, Text-10 57.1 -> 54.1), held-out mean 60.4 -> 62.7 (11
-        sets; ionosphere 74.6 -> 90.3, musk1 58.3 -> 63.6; monks2 54.6 -> 53.2).
+      class_mass_normalize: ``"auto"`` (default), True, ``"counts"`` or False: the decision
+        on the marginals of the unlabelled nodes a label reaches (``posterior_mean_`` keeps
+        the marginals; the chains are the same for every value). True: class mass
+        normalisation (Zhu, Ghahramani & Lafferty 2003, Sec. 4;
+        :class:`~graphssl.estimators.baselines.HarmonicFunctionClassifier`'s rule): columns
+        scaled so that the class masses match the labelled counts, add-one smoothed (with a
+        feature model: its class proportions), rows renormalised. The coupling the labels
+        choose sits below the ordered phase, where the marginals of nodes a few hops from a
+        label are near uniform and their small leanings follow the graph's class sizes; the
+        rule puts the class sizes back. Measured against False (``benchmarks/
+        bench_option.py``, paired, splits 0-2, 2026-11-29): panel mean 85.3 -> 85.8 (14
+        sets; USPS-10 72.8 -> 80.4, Text-100 63.5 -> 70.7; Digit1-10 81.1 -> 76.0),
+        held-out mean 60.4 -> 62.7 (11 sets; ionosphere 74.6 -> 90.3). ``"counts"``: the
+        columns scaled so that the argmax gives each class its share of those nodes
+        (:func:`~graphssl.inference.optimize.baselines.propagation.class_count_scale`): where
+        the marginals are nearly uniform, matching masses sends almost every node to the
+        class the target favours (Digit1-10 split 5, labels 6 : 4: 98.6 % of the nodes in
+        one class, 52.4 %; by the marginals' ranking 84.9 %), while matching counts keeps
+        the ranking; but it forces the labelled shares on confident marginals too
+        (``bench_option_boltzmann_counts.json``, 10 sets, 10 splits: three clusters 100 ->
+        87.6, breast_cancer 94.2 -> 84.2; Digit1-10 65.8 -> 78.1, Text-10 57.7 -> 65.7).
+        ``"auto"``: masses, unless their labelling gives some class more of those nodes
+        than the labelled counts make plausible (the ordered-phase test of
+        :func:`~graphssl.inference.ordered_phase.collapsed_classes`); then counts.
+        ``class_mass_match_`` says which was used. AUTO_FIGURES
       progress: ``"auto"`` (default), True or False: the grid route's coupling search.
         ``"auto"``: once its first grid points show that the search needs more than 10 s
         more, one line on stderr says so and why (every grid point samples the chains of
@@ -140,7 +152,9 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
       n_reconnected_: nodes given their union pairs back under ``symmetrize="min"`` (0
         otherwise).
       posterior_mean_: ``float[n, C]``, the label posterior's marginals (Eq. 5) as
-        computed, before ``class_mass_normalize`` (``label_distributions_`` after it).
+        computed, before ``class_mass_normalize`` (``label_distributions_`` after it);
+      class_mass_match_: ``"masses"`` or ``"counts"``, the rule ``class_mass_normalize``
+        applied (None when it is False).
       pair_geometry_: the model's pairs and their squared differences
         (:class:`~graphssl.models.boltzmann.PairGeometry`; locally scaled with
         ``sigma="local"``; one column on the grid route).
@@ -366,6 +380,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             self.length_scales_ = np.sqrt(np.exp(self.log_length_scales_) / 2.0)
         marginals = np.asarray(post.marginals)[:, :n_classes]
         self.posterior_mean_ = marginals
+        self.class_mass_match_ = None
         if not self.class_mass_normalize:
             return marginals
         # HF's rule: the labelled frequencies (add-one smoothed), or the feature model's
