@@ -244,6 +244,17 @@ def check_flag(value, name: str) -> bool:
     return bool(value)
 
 
+def check_class_mass_rule(value, name: str = "class_mass_normalize"):
+    """A class-mass decision rule: ``"auto"``, ``"counts"`` or a bool (NumPy's too), as given;
+    otherwise a ValueError naming ``name`` and the choices."""
+    if isinstance(value, str) and value in ("auto", "counts"):
+        return value
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    raise ValueError(f"{name}: use 'auto', True (class masses), 'counts' (class counts) or "
+                     f"False, got {value!r}")
+
+
 def check_k(k, n: int, *, name: str = "k") -> int:
     """Neighbour count ``1 <= k < n``."""
     if isinstance(k, bool) or not isinstance(k, numbers.Real) or not float(k).is_integer():

@@ -423,8 +423,10 @@ def test_class_mass_normalize_counts_matches_the_labelled_counts(moons, zero_noi
         BoltzmannMRFClassifier(class_mass_normalize="masses").fit(X, labels)
 
 
-def test_auto_rule_matches_counts_only_where_masses_give_an_implausible_labelling():
-    """``class_mass_normalize="auto"`` (default): the masses rule, unless its labelling gives
+@pytest.mark.parametrize("estimator", ["BoltzmannMRFClassifier", "HarmonicFunctionClassifier"])
+def test_auto_rule_matches_counts_only_where_masses_give_an_implausible_labelling(estimator):
+    """``class_mass_normalize="auto"`` (default of both estimators; the base class's
+    ``_class_mass_decision``): the masses rule, unless its labelling gives
     a class a share of the reached unlabelled nodes that the labelled counts make
     implausible; then the counts rule. Near-uniform marginals (0.5 +- 0.01) with labels
     4 : 2 (target 5/8 : 3/8) all go to class 0 by masses: counts take over (25 : 15 of 40,
@@ -442,10 +444,12 @@ def test_auto_rule_matches_counts_only_where_masses_give_an_implausible_labellin
     lean = 0.5 + rng.uniform(-0.01, 0.01, n)
     flat = np.column_stack([lean, 1 - lean])
 
+    import graphssl.estimators as est
+
     def decide(rule, marginals):
-        clf = BoltzmannMRFClassifier(class_mass_normalize=rule)
+        clf = getattr(est, estimator)(class_mass_normalize=rule)
         clf._pair_graph = graph  # what a fit sets: the model's pairs as a graph
-        return clf, clf._class_mass_decision(marginals, graph, labels, None, 2)[6:].argmax(1)
+        return clf, clf._class_mass_decision(marginals, graph, labels)[6:].argmax(1)
 
     clf, out = decide("auto", flat)
     assert clf.class_mass_match_ == "counts"

@@ -310,6 +310,39 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         fixed = (labels >= 0) | self._unreached_mask(graph, labels)
         return class_mass_normalization(dist, np.flatnonzero(fixed), class_prior, match)
 
+    def _class_mass_decision(self, dist, graph, labels, proportions=None) -> np.ndarray:
+        """The ``class_mass_normalize`` option (``"auto"``, True, ``"counts"`` or False) on
+        ``dist``: False returns it unchanged; True matches the class masses, ``"counts"``
+        the argmax's class counts (:meth:`_class_mass_normalized`); ``"auto"`` matches
+        masses unless their labelling gives some class more of the reached unlabelled nodes
+        than the labelled counts make plausible (:meth:`_implausible_shares`), then counts.
+        ``class_mass_match_`` records ``"masses"``, ``"counts"`` or None."""
+        from graphssl.validation import check_class_mass_rule
+
+        rule = check_class_mass_rule(self.class_mass_normalize)
+        self.class_mass_match_ = None
+        if rule is False:
+            return dist
+        labels = np.asarray(labels)
+        match = "counts" if rule == "counts" else "masses"
+        scaled = self._class_mass_normalized(dist, graph, labels, proportions, match)
+        if rule == "auto" and self._implausible_shares(scaled, graph, labels):
+            match = "counts"
+            scaled = self._class_mass_normalized(dist, graph, labels, proportions, match)
+        self.class_mass_match_ = match
+        return scaled
+
+    def _implausible_shares(self, scaled, graph, labels) -> bool:
+        """Whether the argmax of ``scaled`` gives some class more of the unlabelled nodes a
+        label reaches than the labelled counts make plausible
+        (:func:`~graphssl.inference.ordered_phase.collapsed_classes`, the ordered-phase
+        test)."""
+        from graphssl.inference.ordered_phase import collapsed_classes
+
+        keep = ~self._unreached_mask(graph, labels)
+        return collapsed_classes(np.argmax(scaled, axis=1)[keep], labels[keep],
+                                 np.shape(scaled)[1]).size > 0
+
     def _unreached_mask(self, graph, labels) -> np.ndarray:
         """``bool[n]``: unlabelled nodes in graph components without a labelled node."""
         return unreached_nodes(graph, labels >= 0)

@@ -17,13 +17,13 @@ from graphssl.inference.optimize.baselines import (
     lgc,
     parzen_window,
 )
-from graphssl.inference.optimize.baselines.propagation import class_mass_normalization
 from graphssl.inference.optimize.feature_prior import (
     DEFAULT_ETA_GRID,
     DEFAULT_RHO_GRID,
     fit_harmonic_with_prior,
     lgc_with_prior,
 )
+from graphssl.validation import check_class_mass_rule
 
 __all__ = [
     "HarmonicFunctionClassifier",
@@ -75,7 +75,7 @@ class HarmonicFunctionClassifier(FeaturePriorMixin, GraphSSLClassifier):
         sigma="local",
         *,
         method="auto",
-        class_mass_normalize=True,
+        class_mass_normalize="auto",
         normalize_graph=False,
         tol=1e-5,
         features="auto",
@@ -95,26 +95,18 @@ class HarmonicFunctionClassifier(FeaturePriorMixin, GraphSSLClassifier):
 
     def _label_distributions(self, graph, labels, n_classes):
         prior = self._fit_feature_prior(labels, n_classes, weight_range=(0.0, 1.0, False))
+        check_class_mass_rule(self.class_mass_normalize)
         if prior is None:
-            return harmonic_function(
-                graph,
-                labels,
-                n_classes=n_classes,
-                method=self.method,
-                class_mass_normalize=bool(self.class_mass_normalize),
-                normalize_graph=bool(self.normalize_graph),
-                tol=self.tol,
-            )
+            f = harmonic_function(graph, labels, n_classes=n_classes, method=self.method,
+                                  normalize_graph=bool(self.normalize_graph), tol=self.tol)
+            return self._class_mass_decision(f, graph, labels)
 
         eta = self.prior_weight if isinstance(self.prior_weight, str) else float(
             self.prior_weight)
         f, self.prior_weight_, self.prior_weight_scores_ = fit_harmonic_with_prior(
             graph, labels, prior, n_classes=n_classes, eta=eta, grid=DEFAULT_ETA_GRID,
             method=self.method, tol=self.tol, normalize_graph=bool(self.normalize_graph))
-        if self.class_mass_normalize:
-            f = class_mass_normalization(f, np.flatnonzero(labels >= 0),
-                                         prior.probs[labels < 0].mean(axis=0))
-        return f
+        return self._class_mass_decision(f, graph, labels, prior.probs[labels < 0].mean(axis=0))
 
     def _unreached_mask(self, graph, labels):
         """With a feature prior every node is reached (its dongle holds ``h_i``)."""

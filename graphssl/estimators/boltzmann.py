@@ -25,6 +25,7 @@ from graphssl.models.boltzmann import (
     pair_geometry,
     pair_sq_distances,
 )
+from graphssl.validation import check_class_mass_rule
 
 __all__ = ["BoltzmannMRFClassifier"]
 
@@ -245,11 +246,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}: must be a positive integer")
         check_progress(self.progress)
-        if not (self.class_mass_normalize in (True, False) or
-                (isinstance(self.class_mass_normalize, str)
-                 and self.class_mass_normalize in ("auto", "counts"))):
-            raise ValueError("class_mass_normalize: use 'auto', True (class masses), 'counts' "
-                             f"(class counts) or False, got {self.class_mass_normalize!r}")
+        check_class_mass_rule(self.class_mass_normalize)
         self._grid_settings()  # checked before any work
         method = self.method
         if method == "auto":
@@ -387,38 +384,11 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             self.length_scales_ = np.sqrt(np.exp(self.log_length_scales_) / 2.0)
         marginals = np.asarray(post.marginals)[:, :n_classes]
         self.posterior_mean_ = marginals
-        self.class_mass_match_ = None
-        if not self.class_mass_normalize:
-            return marginals
-        # HF's rule: the labelled frequencies (add-one smoothed), or the feature model's
-        # class proportions
+        # HF's rule: the labelled counts (add-one smoothed), or the feature model's class
+        # proportions
         labels = np.asarray(labels)
         proportions = None if prior is None else prior.probs[labels < 0].mean(axis=0)
-        return self._class_mass_decision(marginals, graph, labels, proportions, n_classes)
-
-    def _class_mass_decision(self, marginals, graph, labels, proportions, n_classes):
-        """The ``class_mass_normalize`` rule on the marginals (class docstring); records the
-        match used in ``class_mass_match_``."""
-        rule = self.class_mass_normalize
-        match = rule if isinstance(rule, str) and rule == "counts" else "masses"
-        scaled = self._class_mass_normalized(marginals, graph, labels, proportions, match)
-        self.class_mass_match_ = match
-        if isinstance(rule, str) and rule == "auto" and self._implausible_shares(
-                scaled, graph, labels, n_classes):
-            self.class_mass_match_ = "counts"
-            scaled = self._class_mass_normalized(marginals, graph, labels, proportions,
-                                                 "counts")
-        return scaled
-
-    def _implausible_shares(self, scaled, graph, labels, n_classes) -> bool:
-        """Whether the argmax of ``scaled`` gives some class more of the unlabelled nodes a
-        label reaches than the labelled counts make plausible
-        (:func:`~graphssl.inference.ordered_phase.collapsed_classes`)."""
-        from graphssl.inference.ordered_phase import collapsed_classes
-
-        keep = ~self._unreached_mask(graph, labels)
-        return collapsed_classes(np.argmax(scaled, axis=1)[keep], labels[keep],
-                                 n_classes).size > 0
+        return self._class_mass_decision(marginals, graph, labels, proportions)
 
     def _grid_settings(self) -> bs.GridSettings:
         """``grid`` as a :class:`~graphssl.inference.boltzmann.selection.GridSettings`: None
