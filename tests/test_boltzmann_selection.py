@@ -460,3 +460,22 @@ def test_auto_rule_matches_counts_only_where_masses_give_an_implausible_labellin
     confident = np.where(rng.random(n)[:, None] < 0.5, [0.9, 0.1], [0.1, 0.9])
     clf, out = decide("auto", confident)
     assert clf.class_mass_match_ == "masses"
+
+
+def test_harmonic_mixture_auto_decision_falls_back_to_counts():
+    """``HarmonicMixtureClassifier(decision="auto")`` (default): near-uniform scores with
+    labels 4 : 2 keep the masses' factors only while their labelling is plausible; here it
+    is not (every point to class 0), so ``class_scale_`` gives the counts 25 : 15."""
+    from graphssl.estimators import HarmonicMixtureClassifier
+
+    labels = np.full(46, -1)
+    labels[:6] = [0, 0, 0, 0, 1, 1]
+    lean = 0.5 + np.random.default_rng(0).uniform(-0.01, 0.01, 46)
+    dist = np.column_stack([lean, 1 - lean])
+    auto = HarmonicMixtureClassifier()
+    auto._set_class_scale(dist, labels, 2)
+    assert auto.class_mass_match_ == "counts"
+    assert np.bincount(auto._decision(dist[6:]), minlength=2).tolist() == [25, 15]
+    cmn = HarmonicMixtureClassifier(decision="cmn")
+    cmn._set_class_scale(dist, labels, 2)
+    assert cmn.class_mass_match_ == "masses" and np.all(cmn._decision(dist[6:]) == 0)

@@ -14,6 +14,7 @@ from graphssl.inference.harmonic_mixture.fit import (
     predict_proba,
 )
 from graphssl.inference.optimize.baselines.propagation import (
+    class_count_scale,
     class_mass_scale,
     labelled_class_proportions,
 )
@@ -26,7 +27,7 @@ from graphssl.models.harmonic_mixture import COVARIANCE_TYPES
 
 __all__ = ["HarmonicMixtureClassifier"]
 
-_DECISIONS = ("argmax", "median", "cmn")
+_DECISIONS = ("auto", "argmax", "median", "cmn")
 _MULTINOMIAL_BUDGET = 5e8  # n M V multiply-adds per EM iteration of a multinomial "auto" M
 
 
@@ -58,16 +59,21 @@ class HarmonicMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         largest responsibilities of each point, renormalised, when forming the backbone
         (cost O(n k_R d) instead of O(n M (d + M)); an approximation, see
         :mod:`graphssl.models.harmonic_backbone`).
-      decision: ``"cmn"`` (default since 2026-11-29: class mass normalisation to the
-        labelled class frequencies, add-one smoothed, HarmonicFunctionClassifier's default
-        too), ``"argmax"``
+      decision: ``"auto"`` (default since later on 2026-11-29), ``"cmn"`` (class mass
+        normalisation to the labelled class frequencies, add-one smoothed), ``"argmax"``
         or ``"median"`` (binary: threshold at median(f) over the unlabelled points, Sec.
         4.1). ``"cmn"`` against ``"argmax"`` on the same splits (``benchmarks/
         bench_option.py``, paired, ``bench_option_hm_cmn*.json``): panel mean 83.2 -> 83.9
         (16 sets, 10 splits; Text-10 50.3 -> 57.9, Text-100 59.6 -> 65.3, iris 94.7 ->
         95.8; Digit1-10 73.0 -> 70.4, COIL2-10 63.7 -> 62.7), held-out mean 61.5 -> 64.0
         (18 sets, 3 splits, read once after the choice; ringnorm 50.6 -> 95.2, monks3 +3.9;
-        monks2 -5.7, pima -2.4).
+        monks2 -5.7, pima -2.4). ``"auto"``: ``"cmn"`` unless its labelling gives some
+        class more of the unlabelled points than the labelled counts make plausible (the
+        ordered-phase test, :func:`~graphssl.inference.ordered_phase.collapsed_classes`);
+        then the factors under which the argmax gives each class its smoothed labelled
+        share (:func:`~graphssl.inference.optimize.baselines.propagation.
+        class_count_scale`); ``class_mass_match_`` says which (HarmonicFunctionClassifier's
+        and BoltzmannMRFClassifier's default rule too). HM_AUTO
       reg_covar: the covariance prior's scale RELATIVE to the mean per-feature variance of X
         (an inverse-Wishart kernel, :func:`graphssl.models.harmonic_mixture.log_prior`:
         ``Sigma_m = (S_m + reg * v I) / (N_m + 1)`` with ``v = mean_d var(X[:, d])``), so no
@@ -113,7 +119,7 @@ class HarmonicMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         alpha=0.0,
         backbone="mixture",
         responsibility_top_k=None,
-        decision="cmn",
+        decision="auto",
         reg_covar=1e-3,
         max_iter=200,
         tol=1e-7,
@@ -233,11 +239,28 @@ class HarmonicMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         dist[observed] = np.eye(n_classes)[labels[observed]]
         unl = ~observed
         self.threshold_ = float(np.median(dist[unl, -1])) if unl.any() else 0.5
-        proportions = labelled_class_proportions(np.bincount(labels[observed],
-                                                             minlength=n_classes))
-        self.class_scale_ = (class_mass_scale(dist[unl], proportions) if unl.any()
-                             else proportions)
+        self._set_class_scale(dist, labels, n_classes)
         return dist
+
+    def _set_class_scale(self, dist, labels, n_classes) -> None:
+        """``class_scale_``: the column factors of the ``"cmn"`` / ``"auto"`` decisions
+        (kept so that ``predict(X_new)`` scales new points alike) and ``class_mass_match_``:
+        the masses rule, or for ``"auto"`` the counts rule where the masses' labelling gives
+        some class an implausible share of the unlabelled points (class docstring)."""
+        from graphssl.inference.ordered_phase import collapsed_classes
+
+        unl = labels < 0
+        proportions = labelled_class_proportions(np.bincount(labels[~unl],
+                                                             minlength=n_classes))
+        self.class_mass_match_ = "masses"
+        if not unl.any():
+            self.class_scale_ = proportions
+            return
+        self.class_scale_ = class_mass_scale(dist[unl], proportions)
+        if self.decision == "auto" and collapsed_classes(
+                np.argmax(dist * self.class_scale_[None], axis=1), labels, n_classes).size:
+            self.class_scale_ = class_count_scale(dist[unl], proportions)
+            self.class_mass_match_ = "counts"
 
     def _with_prior(self, graph, labels, n_classes, prior, X):
         """``R lambda`` with lambda of the backbone + dongle energy (class docstring)."""
@@ -263,6 +286,6 @@ class HarmonicMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         """Class codes by the ``decision`` rule (argmax, median threshold or CMN)."""
         if self.decision == "median" and proba.shape[1] == 2:
             return (proba[:, 1] > self.threshold_).astype(np.int64)
-        if self.decision == "cmn":
+        if self.decision in ("cmn", "auto"):
             return np.argmax(proba * self.class_scale_[None], axis=1)
         return np.argmax(proba, axis=1)
