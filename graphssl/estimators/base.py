@@ -286,36 +286,60 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self._set_label_distributions(dist)
         return self
 
-    def _class_mass_normalized(self, dist, graph, labels, class_prior=None,
-                               match: str = "masses") -> np.ndarray:
-        """Class mass normalisation (Zhu, Ghahramani & Lafferty 2003, Sec. 4;
-        :func:`~graphssl.inference.optimize.baselines.propagation.class_mass_normalization`)
-        of ``dist`` over the unlabelled nodes a label reaches: labelled rows and unreached
-        ones (which get the class prior after, :meth:`_unreached_proba`) neither count in
-        the class masses nor change. ``class_prior``: the masses wanted (default: the
-        labelled counts with add-one smoothing,
-        :func:`~graphssl.inference.optimize.baselines.propagation.labelled_class_proportions`,
-        read from ``labels``, not from the rows of ``dist``); ``match``: ``"masses"`` or
-        ``"counts"`` (:func:`~graphssl.inference.optimize.baselines.propagation.
-        class_mass_normalization`)."""
+    def _class_mass_factors(self, dist, graph, labels, class_prior=None, rule=True):
+        """The column factors of the class-mass rules over the unlabelled nodes a label
+        reaches (labelled rows and unreached ones, which get the class prior after,
+        :meth:`_unreached_proba`, neither count nor change). Returns ``(factors float[C],
+        rows bool[n], match)``: the rows the factors scale and ``"masses"`` or ``"counts"``.
+
+        ``class_prior``: the proportions wanted (default: the labelled counts with add-one
+        smoothing, :func:`~graphssl.inference.optimize.baselines.propagation.
+        labelled_class_proportions`, read from ``labels``, not from the rows of ``dist``).
+        ``rule``: True matches the class masses (Zhu, Ghahramani & Lafferty 2003, Sec. 4;
+        :func:`~graphssl.inference.optimize.baselines.propagation.class_mass_scale`),
+        ``"counts"`` the argmax's class counts (:func:`~graphssl.inference.optimize.
+        baselines.propagation.class_count_scale`), ``"auto"`` the masses unless their
+        labelling gives some class more of those nodes than the labelled counts make
+        plausible (:func:`~graphssl.inference.ordered_phase.collapsed_classes`, the
+        ordered-phase test), then the counts."""
         from graphssl.inference.optimize.baselines.propagation import (
-            class_mass_normalization,
+            class_count_scale,
+            class_mass_scale,
             labelled_class_proportions,
         )
+        from graphssl.inference.ordered_phase import collapsed_classes
 
+        dist = np.asarray(dist, dtype=np.float64)
         labels = np.asarray(labels)
+        n_classes = dist.shape[1]
         if class_prior is None:
-            counts = np.bincount(labels[labels >= 0], minlength=np.shape(dist)[1])
+            counts = np.bincount(labels[labels >= 0], minlength=n_classes)
             class_prior = labelled_class_proportions(counts)
-        fixed = (labels >= 0) | self._unreached_mask(graph, labels)
-        return class_mass_normalization(dist, np.flatnonzero(fixed), class_prior, match)
+        reached = ~self._unreached_mask(graph, labels)
+        rows = (labels < 0) & reached
+        if rule == "counts":
+            return class_count_scale(dist[rows], class_prior), rows, "counts"
+        factors = class_mass_scale(dist[rows], class_prior)
+        if rule == "auto" and collapsed_classes(np.argmax(dist * factors, axis=1)[reached],
+                                                labels[reached], n_classes).size:
+            return class_count_scale(dist[rows], class_prior), rows, "counts"
+        return factors, rows, "masses"
+
+    def _class_mass_normalized(self, dist, graph, labels, class_prior=None,
+                               match: str = "masses") -> np.ndarray:
+        """``dist`` with the rows a label reaches scaled by :meth:`_class_mass_factors`
+        (``match``: ``"masses"`` or ``"counts"``) and renormalised, as
+        :func:`~graphssl.inference.optimize.baselines.propagation.class_mass_normalization`
+        does."""
+        if match not in ("masses", "counts"):
+            raise ValueError(f"match: use 'masses' or 'counts', got {match!r}")
+        factors, rows, _ = self._class_mass_factors(dist, graph, labels, class_prior,
+                                                    True if match == "masses" else "counts")
+        return _scaled_rows(dist, rows, factors)
 
     def _class_mass_decision(self, dist, graph, labels, proportions=None) -> np.ndarray:
         """The ``class_mass_normalize`` option (``"auto"``, True, ``"counts"`` or False) on
-        ``dist``: False returns it unchanged; True matches the class masses, ``"counts"``
-        the argmax's class counts (:meth:`_class_mass_normalized`); ``"auto"`` matches
-        masses unless their labelling gives some class more of the reached unlabelled nodes
-        than the labelled counts make plausible (:meth:`_implausible_shares`), then counts.
+        ``dist`` (:meth:`_class_mass_factors`); False returns it unchanged.
         ``class_mass_match_`` records ``"masses"``, ``"counts"`` or None."""
         from graphssl.validation import check_class_mass_rule
 
@@ -323,25 +347,9 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self.class_mass_match_ = None
         if rule is False:
             return dist
-        labels = np.asarray(labels)
-        match = "counts" if rule == "counts" else "masses"
-        scaled = self._class_mass_normalized(dist, graph, labels, proportions, match)
-        if rule == "auto" and self._implausible_shares(scaled, graph, labels):
-            match = "counts"
-            scaled = self._class_mass_normalized(dist, graph, labels, proportions, match)
-        self.class_mass_match_ = match
-        return scaled
-
-    def _implausible_shares(self, scaled, graph, labels) -> bool:
-        """Whether the argmax of ``scaled`` gives some class more of the unlabelled nodes a
-        label reaches than the labelled counts make plausible
-        (:func:`~graphssl.inference.ordered_phase.collapsed_classes`, the ordered-phase
-        test)."""
-        from graphssl.inference.ordered_phase import collapsed_classes
-
-        keep = ~self._unreached_mask(graph, labels)
-        return collapsed_classes(np.argmax(scaled, axis=1)[keep], labels[keep],
-                                 np.shape(scaled)[1]).size > 0
+        factors, rows, self.class_mass_match_ = self._class_mass_factors(
+            dist, graph, labels, proportions, rule)
+        return _scaled_rows(dist, rows, factors)
 
     def _unreached_mask(self, graph, labels) -> np.ndarray:
         """``bool[n]``: unlabelled nodes in graph components without a labelled node."""
@@ -466,3 +474,13 @@ def _normalized_rows(dist: np.ndarray, who: str) -> np.ndarray:
             "(an inference defect; please report it with the parameters used)"
         )
     return dist / total
+
+
+def _scaled_rows(dist, rows, factors) -> np.ndarray:
+    """``dist`` (float64 copy) with ``rows`` multiplied column by column by ``factors`` and
+    renormalised (class mass normalisation's last step)."""
+    from graphssl.inference.optimize.baselines.common import normalize_scores
+
+    out = np.array(dist, dtype=np.float64)
+    out[rows] = normalize_scores(out[rows] * factors)
+    return out

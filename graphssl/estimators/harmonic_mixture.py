@@ -14,8 +14,6 @@ from graphssl.inference.harmonic_mixture.fit import (
     predict_proba,
 )
 from graphssl.inference.optimize.baselines.propagation import (
-    class_count_scale,
-    class_mass_scale,
     labelled_class_proportions,
 )
 from graphssl.inference.optimize.em import EMOptions
@@ -249,23 +247,17 @@ class HarmonicMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
 
     def _set_class_scale(self, dist, labels, n_classes) -> None:
         """``class_scale_``: the column factors of the ``"cmn"`` / ``"auto"`` decisions
-        (kept so that ``predict(X_new)`` scales new points alike) and ``class_mass_match_``:
-        the masses rule, or for ``"auto"`` the counts rule where the masses' labelling gives
-        some class an implausible share of the unlabelled points (class docstring)."""
-        from graphssl.inference.ordered_phase import collapsed_classes
-
+        (:meth:`~graphssl.estimators.base.GraphSSLClassifier._class_mass_factors`, kept so
+        that ``predict(X_new)`` scales new points alike) and ``class_mass_match_``."""
         unl = labels < 0
-        proportions = labelled_class_proportions(np.bincount(labels[~unl],
-                                                             minlength=n_classes))
-        self.class_mass_match_ = "masses"
         if not unl.any():
-            self.class_scale_ = proportions
+            self.class_scale_ = labelled_class_proportions(np.bincount(labels,
+                                                                       minlength=n_classes))
+            self.class_mass_match_ = "masses"
             return
-        self.class_scale_ = class_mass_scale(dist[unl], proportions)
-        if self.decision == "auto" and collapsed_classes(
-                np.argmax(dist * self.class_scale_[None], axis=1), labels, n_classes).size:
-            self.class_scale_ = class_count_scale(dist[unl], proportions)
-            self.class_mass_match_ = "counts"
+        rule = "auto" if self.decision == "auto" else True  # every point is reached
+        self.class_scale_, _, self.class_mass_match_ = self._class_mass_factors(
+            dist, None, labels, None, rule)
 
     def _with_prior(self, graph, labels, n_classes, prior, X):
         """``R lambda`` with lambda of the backbone + dongle energy (class docstring)."""
