@@ -485,6 +485,10 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.grid_, self.theta_ = result, result.theta
         self.log_likelihood_ = float("nan")
         self.fit_info_, self.restarts_, self.n_iter_ = None, None, int(result.n_sweeps)
+        if settings.average:
+            return bs.averaged_grid_posterior(template, problem.geometry, result, labels,
+                                              k_post, hard=clamp, method=method,
+                                              chains=self._chains())
         model = bs.grid_model(template, problem.geometry, result.theta, clamp)
         return bs.grid_posterior(model, labels, k_post, method=method, chains=self._chains(),
                                  init_labels=result.start_labels)
