@@ -479,3 +479,70 @@ def test_harmonic_mixture_auto_decision_falls_back_to_counts():
     cmn = HarmonicMixtureClassifier(decision="cmn")
     cmn._set_class_scale(dist, labels, 2)
     assert cmn.class_mass_match_ == "masses" and np.all(cmn._decision(dist[6:]) == 0)
+
+
+def test_averaged_points_are_those_that_carry_labels_and_are_not_ordered():
+    """The averaged set: (CV) above chance by more than a standard error and not ordered;
+    then, if none, every point that carries labels; then the chosen point alone. A point
+    whose mean is above chance but within its standard error does not carry labels."""
+    chance = -np.log(2.0)
+    wiggle = np.array([-0.01, 0.01, -0.02, 0.02, 0.0, 0.0])
+    terms = np.full((2, 3, 6), np.nan)
+    terms[0, 0] = chance + 0.3 + wiggle  # carries
+    terms[0, 1] = chance + 0.4 + wiggle  # carries, ordered
+    terms[0, 2] = chance - 0.1 + wiggle  # below chance
+    terms[1, 1] = chance + 0.2 + wiggle  # carries
+    terms[1, 2] = chance + np.array([2.0, -1.9, 2.0, -1.9, 0.1, 0.0])  # mean above, within se
+    ordered = np.zeros((2, 3), bool)
+    ordered[0, 1] = True
+    mask = bs.averaged_points(terms, ordered, n_classes=2, chosen=(0, 0))
+    assert set(map(tuple, np.argwhere(mask))) == {(0, 0), (1, 1)}
+    every_carrier_ordered = ordered | np.array([[True, False, False], [False, True, False]])
+    mask = bs.averaged_points(terms, every_carrier_ordered, n_classes=2, chosen=(0, 0))
+    assert set(map(tuple, np.argwhere(mask))) == {(0, 0), (0, 1), (1, 1)}
+    none_carry = np.where(np.isnan(terms), np.nan, chance - 0.1)
+    mask = bs.averaged_points(none_carry, None, n_classes=2, chosen=(1, 2))
+    assert set(map(tuple, np.argwhere(mask))) == {(1, 2)}
+
+
+def test_averaged_posterior_is_the_equal_weight_mean_of_the_points_posteriors(
+        moons, zero_noise_fit):
+    """Two grid points averaged: the result's marginals are the plain mean of the chosen
+    point's chains' marginals and the other point's (its own key and warm start, fewer
+    draws), the MAP search runs on the chosen point's model; with the chosen point alone it
+    is exactly :func:`grid_posterior`'s result. A weighted or one-sided average fails."""
+    from graphssl.inference.boltzmann.expectations import ChainSettings
+
+    _, _, labels = moons
+    clf = zero_noise_fit
+    geometry = clf.pair_geometry_
+    template = bl.BoltzmannProblem(geometry, labels, 2, "basic").template()
+    result = clf.grid_
+    chains = ChainSettings(n_chains=2, n_samples=60, burn_in=10)
+    other = result.theta._replace(alpha0=result.theta.alpha0 - 1.0)
+    pair = result._replace(averaged_theta=(result.theta, other),
+                           averaged_starts=np.stack([result.start_labels] * 2),
+                           averaged_chosen=0)
+    key = jax.random.key(7)
+    post = bs.averaged_grid_posterior(template, geometry, pair, labels, key, hard=True,
+                                      chains=chains)
+    chosen_model = bs.grid_model(template, geometry, result.theta, True)
+    other_model = bs.grid_model(template, geometry, other, True)
+    _, own = bs._chain_marginals(chosen_model, key, "swendsen_wang", chains,
+                                 result.start_labels)
+    share = dataclasses.replace(chains, n_samples=bs.MIN_AVERAGED_DRAWS)
+    _, theirs = bs._chain_marginals(other_model, jax.random.fold_in(key, 2), "swendsen_wang",
+                                    share, result.start_labels)
+    assert not np.allclose(own, theirs, atol=1e-3)  # the two points differ
+    np.testing.assert_allclose(post.marginals, (own + theirs) / 2, rtol=1e-6, atol=1e-9)
+    assert post.model is not None
+    np.testing.assert_array_equal(np.asarray(post.model.graph.weights),
+                                  np.asarray(chosen_model.graph.weights))
+    np.testing.assert_array_equal(post.posterior_mean_labels, post.marginals.argmax(1))
+    alone = result._replace(averaged_theta=(result.theta,),
+                            averaged_starts=result.start_labels[None], averaged_chosen=0)
+    single = bs.averaged_grid_posterior(template, geometry, alone, labels, key, hard=True,
+                                        chains=chains)
+    plain = bs.grid_posterior(chosen_model, labels, key, chains=chains,
+                              init_labels=result.start_labels)
+    np.testing.assert_array_equal(single.marginals, plain.marginals)
