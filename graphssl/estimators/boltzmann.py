@@ -78,7 +78,15 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         Eq. (40) by ``e^{e^gamma} = (C - 1)(1 - rho) / rho``, also the channel through which
         a held-out label is scored.
       grid: a :class:`~graphssl.inference.boltzmann.selection.GridSettings`, a dict of the
-        fields to change (``{"choice": "strongest"}``) or None (its defaults).
+        fields to change (``{"choice": "strongest"}``) or None (its defaults). By default
+        (``average=True``, since 2026-11-29) the posterior marginals are averaged, with
+        equal weights, over the grid points the labels support (held-out score above
+        chance by a standard error, chains not ordered;
+        :func:`~graphssl.inference.boltzmann.selection.averaged_points`), not taken at the
+        chosen point alone: with ten labels the scores cannot rank those couplings, and
+        the one the prior favours decided the posterior. The chosen point (``theta_``)
+        still gives the MAP search, ``samples_`` and the convergence checks.
+        ``{"average": False}``: the chosen point's posterior only.
       prior: the likelihood route's prior: ``"default"``
         (:class:`~graphssl.inference.boltzmann.learning.ThetaPrior`, length scales log-normal
         around the data scale, for the extended model; the exponential prior of Eq. 83 with
@@ -160,7 +168,8 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
       n_reconnected_: nodes given their union pairs back under ``symmetrize="min"`` (0
         otherwise).
       posterior_mean_: ``float[n, C]``, the label posterior's marginals (Eq. 5) as
-        computed, before ``class_mass_normalize`` (``label_distributions_`` after it);
+        computed (on the grid route averaged over the points ``grid_.averaged``), before
+        ``class_mass_normalize`` (``label_distributions_`` after it);
       class_mass_match_: ``"masses"`` or ``"counts"``, the rule ``class_mass_normalize``
         applied (None when it is False).
       pair_geometry_: the model's pairs and their squared differences
