@@ -505,6 +505,12 @@ def test_averaged_points_are_those_that_carry_labels_and_are_not_ordered():
     assert set(map(tuple, np.argwhere(mask))) == {(1, 2)}
 
 
+def test_draws_per_point_halve_down_to_the_floor():
+    assert [bs.draws_per_point(300, k) for k in (1, 2, 3, 4, 5, 9, 30)] == [
+        300, 150, 75, 75, 50, 50, 50]
+    assert bs.draws_per_point(1000, 3) == 250
+
+
 def test_averaged_posterior_is_the_equal_weight_mean_of_the_points_posteriors(
         moons, zero_noise_fit):
     """Two grid points averaged: the result's marginals are the plain mean of the chosen
@@ -530,7 +536,7 @@ def test_averaged_posterior_is_the_equal_weight_mean_of_the_points_posteriors(
     other_model = bs.grid_model(template, geometry, other, True)
     _, own = bs._chain_marginals(chosen_model, key, "swendsen_wang", chains,
                                  result.start_labels)
-    share = dataclasses.replace(chains, n_samples=bs.MIN_AVERAGED_DRAWS)
+    share = dataclasses.replace(chains, n_samples=bs.draws_per_point(60, 2))
     _, theirs = bs._chain_marginals(other_model, jax.random.fold_in(key, 2), "swendsen_wang",
                                     share, result.start_labels)
     assert not np.allclose(own, theirs, atol=1e-3)  # the two points differ
