@@ -528,11 +528,13 @@ def averaged_points(terms: np.ndarray, ordered: np.ndarray | None, *, n_classes:
     scores differ by less than their standard errors), and the one taken by the prior's
     favourite decides the posterior; Zhu & Ghahramani's Theta has a prior (Sec. 6), and the
     posterior over labels integrates over it. Equal weights over the supported points, not
-    ``exp(sum (CV))``: the sums of ten noisy terms would pick one point again. Measured
-    against the chosen point alone on the same fits (2026-11-29, ad hoc, 10 splits, the
-    ``"auto"`` decision): Digit1-10 76.3 -> 82.4, USPS-100 89.4 -> 92.0, USPS-10 73.3 ->
-    75.2, digits 95.5 -> 97.3; COIL2-10 63.2 -> 60.1, COIL2-100 95.0 -> 94.5
-    (``benchmarks/bench_option.py`` re-measures it with ``{"grid": {"average": false}}``)."""
+    ``exp(sum (CV))``: the sums of ten noisy terms would pick one point again (ad hoc, same
+    fits: Digit1-10 81.2 against 82.4, USPS-100 91.1 against 92.0). Against the chosen point
+    alone (``benchmarks/bench_option.py`` with ``{"grid": {"average": false}}``, paired,
+    ``bench_option_boltzmann_average.json``, 16 panel sets, 10 splits, 2026-11-29): mean
+    85.5 -> 86.3; Digit1-10 76.3 -> 82.5, usps_full 89.3 -> 93.7, USPS-100 89.4 -> 92.6,
+    USPS-10 73.3 -> 75.2, digits 95.5 -> 97.1; COIL2-10 61.4 -> 58.3, breast_cancer -0.8,
+    COIL2-100 -0.7."""
     evaluated = ~np.isnan(terms).any(axis=-1)
     above = np.where(evaluated[..., None], terms, 0.0) + math.log(n_classes)
     se = np.zeros(evaluated.shape)
@@ -593,15 +595,23 @@ def grid_posterior(model: BoltzmannMRF, labels, key, *, method: str = "swendsen_
 def _chain_marginals(model, key, method, chains, init_labels):
     """``(samples, marginals float[n, C])``: chains of ``method`` on ``model`` (as
     :func:`grid_posterior`) and their Rao-Blackwellised marginals."""
-    from graphssl.inference.boltzmann.expectations import ChainSettings, chain_samples
+    from graphssl.inference.boltzmann.expectations import chain_samples
     from graphssl.inference.mcmc.chains import rao_blackwell_marginals
 
-    chains = ChainSettings(n_chains=4, n_samples=300, burn_in=50) if chains is None else chains
+    chains = _posterior_chains(chains)
     if init_labels is not None:  # as many starts as chains, cycling through those given
         init_labels = np.asarray(init_labels).reshape(-1, model.n_nodes)
         init_labels = init_labels[np.arange(chains.n_chains) % init_labels.shape[0]]
     samples = chain_samples(model, key, method, chains, init_labels)
     return samples, np.asarray(rao_blackwell_marginals(model, samples))
+
+
+def _posterior_chains(chains):
+    """``chains``, or the posterior's default ``ChainSettings`` (4 chains of 300 draws after
+    50 sweeps) when None."""
+    from graphssl.inference.boltzmann.expectations import ChainSettings
+
+    return ChainSettings(n_chains=4, n_samples=300, burn_in=50) if chains is None else chains
 
 
 MIN_AVERAGED_DRAWS = 50
@@ -625,14 +635,11 @@ def averaged_grid_posterior(template: BoltzmannMRF, geometry: PairGeometry,
     sampled at its clamped phase (:func:`grid_model`) from its warm start with
     :func:`draws_per_point` draws a chain (about ``n_samples / K``, at least
     ``MIN_AVERAGED_DRAWS``), so that the ``K`` points together cost about one posterior's
-    draws more; the chosen point keeps
-    its ``n_samples`` and gives the MAP search and the diagnostics (:func:`grid_posterior`,
-    its marginals in the average only where it is one of the points), drawn with ``key``
-    itself, so that with the chosen point alone the result is :func:`grid_posterior`'s;
-    the others' keys are ``fold_in(key, index + 1)``."""
-    from graphssl.inference.boltzmann.expectations import ChainSettings
-
-    chains = ChainSettings(n_chains=4, n_samples=300, burn_in=50) if chains is None else chains
+    draws more; the chosen point keeps its ``n_samples`` and gives the MAP search and the
+    diagnostics (:func:`grid_posterior`, its marginals in the average only where it is one
+    of the points), drawn with ``key`` itself, so that with the chosen point alone the
+    result is :func:`grid_posterior`'s; the others' keys are ``fold_in(key, index + 1)``."""
+    chains = _posterior_chains(chains)
     n_points = len(result.averaged_theta)
     share = dataclasses.replace(chains, n_samples=draws_per_point(chains.n_samples, n_points))
     others = []
