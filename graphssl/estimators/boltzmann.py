@@ -323,8 +323,10 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
     def to_arviz(self, **kwargs):
         """The chains of the label posterior at the chosen Theta as an ArviZ DataTree
         (:func:`graphssl.diagnostics.to_arviz`: energy, sorted class sizes and co-assignment
-        in ``posterior``, training labels in ``observed_data``); only for a sampled method
-        (enumeration is exact: no chains). ``kwargs`` go to the converter."""
+        in ``posterior``, training labels in ``observed_data``, these chains' own
+        Rao-Blackwellised marginals, while ``posterior_mean_`` averages the grid points of
+        ``grid_.averaged``); only for a sampled method (enumeration is exact: no chains).
+        ``kwargs`` go to the converter."""
         from sklearn.utils.validation import check_is_fitted
 
         from graphssl.diagnostics import to_arviz
@@ -335,7 +337,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             raise ValueError("to_arviz: this fit enumerated the posterior exactly (no chains);"
                              " fit with method='gibbs' or 'swendsen_wang' for MCMC draws")
         kwargs.setdefault("observed_labels", self._training_labels)
-        kwargs.setdefault("label_marginals",  # the Rao-Blackwellised marginals of the fit
+        kwargs.setdefault("label_marginals",  # the chosen Theta's chains' marginals
                           rao_blackwell_marginals(self._sampled_model, self.samples_))
         return to_arviz(self.samples_, model=self._sampled_model, **kwargs)
 
