@@ -505,6 +505,17 @@ def test_averaged_points_are_those_that_carry_labels_and_are_not_ordered():
     assert set(map(tuple, np.argwhere(mask))) == {(1, 2)}
 
 
+def test_averaged_weights_are_the_supported_points_pseudo_posterior():
+    """``exp(sum (CV) + log prior)`` over the supported points, normalised; 0 elsewhere."""
+    terms = np.log(np.array([[[0.6, 0.7], [0.8, 0.9]], [[0.5, 0.5], [np.nan, np.nan]]]))
+    log_prior = np.array([[0.0, -1.0], [-0.5, 0.0]])
+    supported = np.array([[True, True], [True, False]])
+    w = bs.averaged_weights(terms, log_prior, supported)
+    raw = np.array([0.6 * 0.7, 0.8 * 0.9 * np.exp(-1.0), 0.25 * np.exp(-0.5)])
+    np.testing.assert_allclose(w[supported], raw / raw.sum(), rtol=1e-12)
+    assert w[1, 1] == 0.0
+
+
 def test_draws_per_point_halve_down_to_the_floor():
     assert [bs.draws_per_point(300, k) for k in (1, 2, 3, 4, 5, 9, 30)] == [
         300, 150, 75, 75, 50, 50, 50]
@@ -513,10 +524,11 @@ def test_draws_per_point_halve_down_to_the_floor():
 
 def test_averaged_posterior_is_the_equal_weight_mean_of_the_points_posteriors(
         moons, zero_noise_fit):
-    """Two grid points averaged: the result's marginals are the plain mean of the chosen
+    """Two grid points averaged: the result's marginals are the weighted mean of the chosen
     point's chains' marginals and the other point's (its own key and warm start, fewer
     draws), the MAP search runs on the chosen point's model; with the chosen point alone it
-    is exactly :func:`grid_posterior`'s result. A weighted or one-sided average fails."""
+    is exactly :func:`grid_posterior`'s result. Equal weights, swapped weights or a
+    one-sided average fail it."""
     from graphssl.inference.boltzmann.expectations import ChainSettings
 
     _, _, labels = moons
@@ -528,7 +540,7 @@ def test_averaged_posterior_is_the_equal_weight_mean_of_the_points_posteriors(
     other = result.theta._replace(alpha0=result.theta.alpha0 - 1.0)
     pair = result._replace(averaged_theta=(result.theta, other),
                            averaged_starts=np.stack([result.start_labels] * 2),
-                           averaged_chosen=0)
+                           averaged_chosen=0, averaged_weights=np.array([0.25, 0.75]))
     key = jax.random.key(7)
     post = bs.averaged_grid_posterior(template, geometry, pair, labels, key, hard=True,
                                       chains=chains)
@@ -540,13 +552,15 @@ def test_averaged_posterior_is_the_equal_weight_mean_of_the_points_posteriors(
     _, theirs = bs._chain_marginals(other_model, jax.random.fold_in(key, 2), "swendsen_wang",
                                     share, result.start_labels)
     assert not np.allclose(own, theirs, atol=1e-3)  # the two points differ
-    np.testing.assert_allclose(post.marginals, (own + theirs) / 2, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(post.marginals, 0.25 * own + 0.75 * theirs, rtol=1e-6,
+                               atol=1e-9)
     assert post.model is not None
     np.testing.assert_array_equal(np.asarray(post.model.graph.weights),
                                   np.asarray(chosen_model.graph.weights))
     np.testing.assert_array_equal(post.posterior_mean_labels, post.marginals.argmax(1))
     alone = result._replace(averaged_theta=(result.theta,),
-                            averaged_starts=result.start_labels[None], averaged_chosen=0)
+                            averaged_starts=result.start_labels[None], averaged_chosen=0,
+                            averaged_weights=np.ones(1))
     single = bs.averaged_grid_posterior(template, geometry, alone, labels, key, hard=True,
                                         chains=chains)
     plain = bs.grid_posterior(chosen_model, labels, key, chains=chains,

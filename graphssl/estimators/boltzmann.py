@@ -79,12 +79,13 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         a held-out label is scored.
       grid: a :class:`~graphssl.inference.boltzmann.selection.GridSettings`, a dict of the
         fields to change (``{"choice": "strongest"}``) or None (its defaults). By default
-        (``average=True``, since 2026-11-29) the posterior marginals are averaged, with
-        equal weights, over the grid points the labels support (held-out score above
-        chance by a standard error, chains not ordered;
-        :func:`~graphssl.inference.boltzmann.selection.averaged_points`), not taken at the
-        chosen point alone: with ten labels the scores cannot rank those couplings, and
-        the one the prior favours decided the posterior. The chosen point (``theta_``)
+        (``average=True``, since 2026-11-29) the posterior marginals are averaged over the
+        grid points the labels support (held-out score above chance by a standard error,
+        chains not ordered; :func:`~graphssl.inference.boltzmann.selection.
+        averaged_points`), weighted by the labels' held-out predictive times the prior
+        (:func:`~graphssl.inference.boltzmann.selection.averaged_weights`), not taken at
+        the chosen point alone: with ten labels the scores cannot rank those couplings,
+        and the one the prior favours decided the posterior. The chosen point (``theta_``)
         still gives the MAP search, ``samples_`` and the convergence checks.
         ``{"average": False}``: the chosen point's posterior only.
       prior: the likelihood route's prior: ``"default"``
