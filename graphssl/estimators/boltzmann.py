@@ -78,16 +78,18 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         Eq. (40) by ``e^{e^gamma} = (C - 1)(1 - rho) / rho``, also the channel through which
         a held-out label is scored.
       grid: a :class:`~graphssl.inference.boltzmann.selection.GridSettings`, a dict of the
-        fields to change (``{"choice": "strongest"}``) or None (its defaults). By default
-        (``average=True``, since 2026-11-29) the posterior marginals are averaged over the
+        fields to change (``{"choice": "strongest"}``) or None (its defaults). With
+        ``{"average": True}`` (an option) the posterior marginals are averaged over the
         grid points the labels support (held-out score above chance by a standard error,
         chains not ordered; :func:`~graphssl.inference.boltzmann.selection.
         averaged_points`), weighted by the labels' held-out predictive times the prior
         (:func:`~graphssl.inference.boltzmann.selection.averaged_weights`), not taken at
         the chosen point alone: with ten labels the scores cannot rank those couplings,
-        and the one the prior favours decided the posterior. The chosen point (``theta_``)
-        still gives the MAP search, ``samples_`` and the convergence checks.
-        ``{"average": False}``: the chosen point's posterior only.
+        and the one the prior favours decides the posterior. The chosen point (``theta_``)
+        still gives the MAP search, ``samples_`` and the convergence checks. Measured
+        against the chosen point alone (the default; ``GridSettings``): panel mean 85.5 ->
+        85.7, Digit1-10 76.3 -> 81.4, USPS-100 89.4 -> 91.3; breast_cancer 94.2 -> 91.8,
+        COIL2-10 61.4 -> 58.6.
       prior: the likelihood route's prior: ``"default"``
         (:class:`~graphssl.inference.boltzmann.learning.ThetaPrior`, length scales log-normal
         around the data scale, for the extended model; the exponential prior of Eq. 83 with
@@ -169,7 +171,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
       n_reconnected_: nodes given their union pairs back under ``symmetrize="min"`` (0
         otherwise).
       posterior_mean_: ``float[n, C]``, the label posterior's marginals (Eq. 5) as
-        computed (on the grid route averaged over the points ``grid_.averaged``), before
+        computed (with ``grid={"average": True}`` averaged over ``grid_.averaged``), before
         ``class_mass_normalize`` (``label_distributions_`` after it);
       class_mass_match_: ``"masses"`` or ``"counts"``, the rule ``class_mass_normalize``
         applied (None when it is False).
@@ -325,9 +327,9 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         """The chains of the label posterior at the chosen Theta as an ArviZ DataTree
         (:func:`graphssl.diagnostics.to_arviz`: energy, sorted class sizes and co-assignment
         in ``posterior``, training labels in ``observed_data``, these chains' own
-        Rao-Blackwellised marginals, while ``posterior_mean_`` averages the grid points of
-        ``grid_.averaged``); only for a sampled method (enumeration is exact: no chains).
-        ``kwargs`` go to the converter."""
+        Rao-Blackwellised marginals; with ``grid={"average": True}`` ``posterior_mean_``
+        averages the grid points of ``grid_.averaged``); only for a sampled method
+        (enumeration is exact: no chains). ``kwargs`` go to the converter."""
         from sklearn.utils.validation import check_is_fitted
 
         from graphssl.diagnostics import to_arviz
