@@ -522,7 +522,7 @@ def test_draws_per_point_halve_down_to_the_floor():
     assert bs.draws_per_point(1000, 3) == 250
 
 
-def test_averaged_posterior_is_the_equal_weight_mean_of_the_points_posteriors(
+def test_averaged_posterior_is_the_weighted_mean_of_the_points_posteriors(
         moons, zero_noise_fit):
     """Two grid points averaged: the result's marginals are the weighted mean of the chosen
     point's chains' marginals and the other point's (its own key and warm start, fewer
