@@ -98,6 +98,61 @@ def test_grid_learning_beats_chance_and_equals_hf_at_zero_noise(moons, zero_nois
     assert np.isinf(float(theta.gamma))  # clamped labels: the zero-noise channel
 
 
+def test_weights_as_sq_distances_give_back_a_gaussian_kernels_distances():
+    from graphssl.estimators.boltzmann import weights_as_sq_distances
+
+    d2 = np.array([0.5, 1.0, 2.0, 4.0])
+    sq = weights_as_sq_distances(np.exp(-d2 / (2 * 0.7**2)))
+    assert sq.shape == (4, 1)
+    np.testing.assert_allclose(sq[:, 0], (d2 - d2.min()) / (2 * 0.7**2), rtol=1e-12)
+    np.testing.assert_array_equal(weights_as_sq_distances(np.full(5, 3.0)), 0.0)
+
+
+@pytest.fixture(scope="module")
+def moons_graph(moons):
+    """The harmonic function's kNN graph of the moons (60 nodes)."""
+    X, _, labels = moons
+    return HarmonicFunctionClassifier().fit(X, labels).graph_
+
+
+def _bare_graph_fit(graph, labels):
+    clf = BoltzmannMRFClassifier(model="basic", grid=SETTINGS, n_chains=2, n_samples=60,
+                                 burn_in=10, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 2 short chains: convergence notes are not the point
+        return clf.fit_graph(graph, labels)
+
+
+def test_bare_graph_couples_its_edges_by_their_weights(moons, moons_graph):
+    # fit_graph(graph, y) without features: A_ij = e^alpha_0 (w_ij / max w)^(e^-alpha)
+    _, y, labels = moons
+    clf = _bare_graph_fit(moons_graph, labels)
+    w = np.asarray(moons_graph.weights)
+    geo = clf.pair_geometry_
+    np.testing.assert_array_equal(np.asarray(geo.senders), np.asarray(moons_graph.senders))
+    np.testing.assert_array_equal(np.asarray(geo.receivers), np.asarray(moons_graph.receivers))
+    theta = clf.theta_
+    A = np.asarray(length_scale_couplings(geo, theta.alpha0, theta.log_length_scales))
+    expected = np.exp(float(theta.alpha0)) * (w / w.max()) ** np.exp(
+        -float(theta.log_length_scales[0]))
+    np.testing.assert_allclose(A, expected, rtol=1e-4)
+    free = labels < 0
+    assert np.mean(clf.transduction_[free] == y[free]) >= 0.9  # chance 0.5
+
+
+def test_unweighted_bare_graph_searches_the_coupling_alone(moons, moons_graph):
+    # every edge alike: the length-scale offsets would repeat one coupling, so one is kept
+    _, y, labels = moons
+    unweighted = dataclasses.replace(moons_graph, weights=np.ones_like(moons_graph.weights))
+    clf = _bare_graph_fit(unweighted, labels)
+    assert clf.grid_.cv.shape[0] == 1 and clf.grid_.log_scale_offset == 0.0
+    A = np.asarray(length_scale_couplings(clf.pair_geometry_, clf.theta_.alpha0,
+                                          clf.theta_.log_length_scales))
+    np.testing.assert_allclose(A, np.exp(float(clf.theta_.alpha0)), rtol=1e-6)
+    free = labels < 0
+    assert np.mean(clf.transduction_[free] == y[free]) >= 0.8
+
+
 def test_grid_record_is_consistent(moons, zero_noise_fit):
     X, _, labels = moons
     g = zero_noise_fit.grid_

@@ -27,7 +27,7 @@ from graphssl.models.boltzmann import (
 )
 from graphssl.validation import check_class_mass_rule
 
-__all__ = ["BoltzmannMRFClassifier"]
+__all__ = ["BoltzmannMRFClassifier", "weights_as_sq_distances"]
 
 AUTO_ENUMERATION_MAX = 2**16  # method="auto": enumeration up to C^n configurations
 PER_FEATURE_MAX = 5_000_000  # per-feature squared differences kept up to pairs x features
@@ -161,6 +161,11 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
     ignored), with ``A_ij`` from the features' distances; sparse or high-dimensional
     features (more than ``PER_FEATURE_MAX`` pair-feature entries) use one shared length
     scale on the distances between unit-norm rows (sparse) or the rows as given (dense).
+    ``fit_graph(graph, y)`` without features couples each edge of positive weight by that
+    weight: ``A_ij = e^{alpha_0} (w_ij / max w)^{e^{-alpha}}``, Eq. (39) on the squared
+    distances ``-log(w_ij / max w)`` (:func:`weights_as_sq_distances`; a Gaussian kNN graph
+    gives back its own distances); on an unweighted graph every edge has the coupling
+    ``e^{alpha_0}`` and the grid searches ``alpha_0`` alone (one length-scale offset).
 
     Attributes (besides the base class's):
       theta_: the parameters (``ExtendedParams``; ``BasicParams`` for the basic model's
@@ -197,7 +202,6 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
     """
 
     fits_features = True  # learns from X itself: graphssl.suite calls fit(X, y)
-    _requires_features = True
 
     def __init__(
         self,
@@ -301,8 +305,14 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         X = self.X_graph_
         if self.X_fit_ is None:  # fit_graph: the pairs are the given graph's edges
             s, r = np.asarray(graph.senders), np.asarray(graph.receivers)
+            if X is None:  # no node features: the couplings follow the edge weights
+                weights = np.asarray(graph.weights, dtype=np.float64)
+                s, r = s[weights > 0], r[weights > 0]
+                sq_diff = weights_as_sq_distances(weights[weights > 0])
+            else:
+                sq_diff = _pair_sq_diff(X, s, r)
             return PairGeometry(jnp.asarray(s, jnp.int32), jnp.asarray(r, jnp.int32),
-                                jnp.asarray(_pair_sq_diff(X, s, r)), X.shape[0])
+                                jnp.asarray(sq_diff), graph.n_nodes)
         X = np.asarray(X, dtype=np.float64)
         if pairs == "dense" and self.sigma != "local":
             return pair_geometry(X, None, per_feature)
@@ -489,6 +499,10 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
                 template, node_field=jnp.asarray(pad, template.field.dtype)).with_parameters()
         kernel = None if method == "swendsen_wang" else chain_kernel(method, template)
         settings = self._grid_settings()
+        if not np.any(np.asarray(problem.geometry.sq_dist) > 0):
+            # every edge coupled alike (an unweighted graph, no features): a length scale
+            # has nothing to act on, so its other offsets would repeat the same couplings
+            settings = settings._replace(log_scale_offsets=(0.0,))
         why = (f"every point samples {settings.n_folds} folds' chains on "
                f"{int(problem.geometry.senders.shape[0])} pairs "
                f"({settings.burn_in + settings.n_samples} sweeps each); a shorter "
@@ -530,6 +544,18 @@ def _neighbours(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
     k = max(1, min(int(k), X.shape[0] - 1))
     return NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
+
+
+def weights_as_sq_distances(weights) -> np.ndarray:
+    """``[E, 1]``: ``-log(w_ij / max w)``, the squared distance (over ``2 sigma^2``) under
+    which Eq. (2)'s Gaussian coupling ``exp(-d_ij^2 / (2 sigma^2))`` is proportional to the
+    given weight: ``fit_graph(graph, y)`` without node features couples each edge by
+    ``A_ij = exp(alpha_0 - (-log(w_ij / max w)) / e^{alpha})``, i.e. ``e^{alpha_0}
+    (w_ij / max w)^{e^{-alpha}}``. A Gaussian kNN graph gives back its own distances; an
+    unweighted graph (every ``w_ij`` equal) gives zeros, one coupling ``e^{alpha_0}`` for
+    every edge, and the length scale has nothing to act on. ``weights`` must be positive."""
+    w = np.asarray(weights, dtype=np.float64)
+    return np.maximum(-np.log(w / w.max()), 0.0)[:, None]
 
 
 def _pair_sq_diff(X, senders, receivers) -> np.ndarray:
