@@ -252,6 +252,20 @@ def test_knn_graph_classifier_shortest_paths():
     assert F[2].argmax() == 0
 
 
+def test_knn_graph_classifier_ties_go_to_the_nearest_label():
+    # path 0 - ... - 6, one label a class at the ends: with k = 3 both labels vote for every
+    # node (1 : 1); the nearer end decides, the middle node (equidistant) keeps class order
+    n = 7
+    W = sp.diags([np.ones(n - 1), np.ones(n - 1)], [1, -1], format="csr")
+    labels = np.array([0, -1, -1, -1, -1, -1, 1])
+    F = knn_graph_classifier(W, labels, k=3, edge_length="hop", block_size=1)
+    np.testing.assert_array_equal(F.argmax(1), [0, 0, 0, 0, 1, 1, 1])
+    np.testing.assert_allclose(F, 0.5, atol=1e-6)  # the fractions stay the votes'
+    # the classes' order does not decide: labels swapped, predictions swap
+    G = knn_graph_classifier(W, np.array([1, -1, -1, -1, -1, -1, 0]), k=3, edge_length="hop")
+    np.testing.assert_array_equal(G.argmax(1)[[0, 1, 5, 6]], [1, 1, 0, 0])
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

@@ -13,6 +13,24 @@ from graphssl.inference.optimize.baselines.common import (
     normalize_scores,
 )
 
+TIE_NUDGE = 1e-6  # added to the winning vote of a tie: fractions move by at most this
+
+
+def _break_ties_by_nearest(votes, distances, classes) -> None:
+    """In place: where several classes share the most votes, nudge (``TIE_NUDGE``) the one
+    whose labelled node is nearest. ``distances``, ``classes``: ``[k, n]``, the kept
+    labelled neighbours of each node (any order; ``inf`` where fewer were reached)."""
+    top = votes.max(axis=1)
+    tied = np.flatnonzero((votes == top[:, None]).sum(axis=1) > 1)
+    if tied.size == 0:
+        return
+    order = np.argsort(distances[:, tied], axis=0, kind="stable")
+    nearest_first = np.take_along_axis(classes[:, tied], order, axis=0)
+    reached = np.isfinite(np.take_along_axis(distances[:, tied], order, axis=0))
+    candidate = reached & (votes[tied[None, :], nearest_first] == top[tied][None, :])
+    winner = nearest_first[np.argmax(candidate, axis=0), np.arange(tied.size)]
+    votes[tied, winner] += TIE_NUDGE
+
 
 def _edge_lengths(W: sp.csr_matrix, edge_length: str) -> sp.csr_matrix:
     lengths = W.copy()
@@ -44,7 +62,10 @@ def knn_graph_classifier(
     O(block_size x n): the labelled sources are processed in blocks, keeping a running top-k.
 
     Returns:
-      ``float64[n, C]`` vote fractions (ties: equal fractions); unreached rows uniform.
+      ``float64[n, C]`` vote fractions; unreached rows uniform. A tie for the most votes
+      goes to the tied class of the nearest labelled node among the ``k`` (its vote nudged
+      by ``TIE_NUDGE``): with one label a class and ``k = 3`` every node's vote would
+      otherwise tie, and the argmax would give every node the first class.
     """
     if isinstance(k, bool) or not float(k).is_integer() or int(k) < 1:
         raise ValueError(f"k: the number of labelled neighbours must be a positive int, got {k}")
@@ -70,6 +91,7 @@ def knn_graph_classifier(
     for row in range(best_d.shape[0]):
         hit = finite[row]
         np.add.at(votes, (np.flatnonzero(hit), best_c[row, hit]), 1.0)
+    _break_ties_by_nearest(votes, best_d, best_c)
     scores = normalize_scores(votes)
     scores[unreached] = 1.0 / n_classes
     return scores
