@@ -32,6 +32,7 @@ from graphssl.inference.mcmc.statistics import (
     DEFAULT_N_PAIRS,
     ConvergenceReport,
     ConvergenceWarning,
+    UnsettledLabelsWarning,
     chain_label_frequencies,
     convergence_report,
     default_pairs,
@@ -45,6 +46,7 @@ from graphssl.inference.mcmc.statistics import coassignment as _coassignment
 
 __all__ = [
     "ConvergenceWarning",
+    "UnsettledLabelsWarning",
     "ConvergenceReport",
     "ParetoKWarning",
     "to_arviz",
@@ -274,7 +276,10 @@ def check_convergence(data, *, model=None, observed_labels=None, pairs=None,
     R-hat <= ``rhat_max`` and bulk ESS >= ``ess_min`` for every statistic that moves, on at
     most ``max_draws`` draws per chain (thinned). When it fails and ``warn``, a
     :class:`ConvergenceWarning` (a ``sklearn.exceptions.ConvergenceWarning``) names the
-    failing statistics and the fix, prefixed by ``source`` (e.g. the estimator's name).
+    failing statistics and the fix, prefixed by ``source`` (e.g. the estimator's name). When
+    the chains pass but leave more than ``UNSETTLED_WARN_FRACTION`` (5 %) of the unlabelled
+    nodes' labels within two standard errors of a tie (``stability`` below), an
+    :class:`UnsettledLabelsWarning` says so.
 
     The report's ``stability``
     (:func:`~graphssl.inference.mcmc.statistics.label_stability`) says which posterior-mean
@@ -290,9 +295,12 @@ def check_convergence(data, *, model=None, observed_labels=None, pairs=None,
     stability = _label_stability_of(data, model, observed_labels, label_marginals, max_draws)
     if stability is not None:
         report = report._replace(stability=stability)
+    prefix = f"{source}: " if source else ""
     if warn and not report.converged:
-        prefix = f"{source}: " if source else ""
         warnings.warn(prefix + report.advice(), ConvergenceWarning, stacklevel=stacklevel)
+    elif warn and report.stability is not None and report.stability.converged_advice():
+        warnings.warn(prefix + report.stability.converged_advice(), UnsettledLabelsWarning,
+                      stacklevel=stacklevel)
     return report
 
 

@@ -153,6 +153,28 @@ def test_unweighted_bare_graph_searches_the_coupling_alone(moons, moons_graph):
     assert np.mean(clf.transduction_[free] == y[free]) >= 0.8
 
 
+def test_flat_posterior_reports_its_open_labels_on_the_decisions_scale(moons):
+    # couplings e^-6: the labels reach nobody, the marginals are flat and the decision rests
+    # on Monte-Carlo noise; the chains pass R-hat and ESS, and the warning says so
+    from graphssl.diagnostics import UnsettledLabelsWarning, label_stability
+    from graphssl.inference.mcmc.chains import rao_blackwell_chain_marginals
+
+    X, _, labels = moons
+    weak = SETTINGS._replace(alpha0=(-6.0, -5.5))
+    clf = BoltzmannMRFClassifier(model="basic", grid=weak, progress=False)  # 4 x 300 draws
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "no coupling carries the labels"
+        with pytest.warns(UnsettledLabelsWarning, match="pass R-hat and ESS, but leave"):
+            clf.fit(X, labels)
+    assert clf.convergence_.converged
+    # read from each chain's marginals through the decision's class-mass factors
+    per_chain = rao_blackwell_chain_marginals(clf._sampled_model, clf.samples_)[..., :2]
+    expected = label_stability(np.stack([clf._class_mass_rescaled(p) for p in per_chain]),
+                               free=labels < 0)
+    np.testing.assert_array_equal(clf.convergence_.stability.unsettled, expected.unsettled)
+    assert expected.fraction > 0.05
+
+
 def test_grid_record_is_consistent(moons, zero_noise_fit):
     X, _, labels = moons
     g = zero_noise_fit.grid_

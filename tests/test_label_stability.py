@@ -106,3 +106,43 @@ def test_check_convergence_reports_the_unsettled_labels_of_stuck_chains():
         assert check_convergence(_samples(labels)).stability is None
         assert check_convergence(_samples(labels),
                                  observed_labels=np.full(4, -1)).stability is None
+
+
+def _converged(n_nodes, rng):
+    """Samples of 4 chains x 200 independent draws (R-hat ~ 1, ESS ~ 800): node 0 labelled
+    class 0, node 1 class 1, the others free."""
+    labels = (rng.random((4, 200, n_nodes)) < 0.5).astype(np.int8)
+    labels[:, :, 0], labels[:, :, 1] = 0, 1
+    samples = _samples(labels)
+    return samples._replace(energy=rng.normal(size=(4, 200)))
+
+
+def test_converged_chains_that_leave_labels_open_are_reported():
+    """R-hat and ESS pass, but the per-chain marginals put 3 of the 20 free nodes (15 %)
+    within two standard errors of a tie: an UnsettledLabelsWarning (a ConvergenceWarning)
+    says so; with 1 of 20 (5 %, the limit) nothing is warned."""
+    from graphssl.diagnostics import UnsettledLabelsWarning
+    from graphssl.inference.mcmc.statistics import UNSETTLED_WARN_FRACTION
+
+    rng = np.random.default_rng(3)
+    n = 22
+    observed = np.r_[0, 1, np.full(n - 2, -1)]
+    clear = np.tile(np.array([0.9, 0.1]), (4, n, 1))
+    open_rows = np.array([[0.6, 0.4], [0.4, 0.6], [0.55, 0.45], [0.45, 0.55]])
+
+    def marginals(n_open):
+        p = clear.copy()
+        p[:, 2:2 + n_open] = open_rows[:, None, :]
+        return p
+
+    with pytest.warns(UnsettledLabelsWarning, match=r"pass R-hat and ESS, but leave 15.0 %"):
+        report = check_convergence(_converged(n, rng), observed_labels=observed,
+                                   label_marginals=marginals(3), source="Test")
+    assert report.converged and report.stability.unsettled[2:5].all()
+    assert issubclass(UnsettledLabelsWarning, ConvergenceWarning)
+    assert UNSETTLED_WARN_FRACTION == 0.05
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = check_convergence(_converged(n, rng), observed_labels=observed,
+                                   label_marginals=marginals(1))
+    assert report.stability.fraction == pytest.approx(0.05)

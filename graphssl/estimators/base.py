@@ -345,11 +345,21 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
 
         rule = check_class_mass_rule(self.class_mass_normalize)
         self.class_mass_match_ = None
+        self._class_mass_scaling = None
         if rule is False:
             return dist
         factors, rows, self.class_mass_match_ = self._class_mass_factors(
             dist, graph, labels, proportions, rule)
+        self._class_mass_scaling = (factors, rows)
         return _scaled_rows(dist, rows, factors)
+
+    def _class_mass_rescaled(self, dist) -> np.ndarray:
+        """``dist`` through the column factors of the last :meth:`_class_mass_decision`
+        (e.g. one chain's marginals on the decision's scale); unchanged when it applied
+        none."""
+        scaling = getattr(self, "_class_mass_scaling", None)
+        return np.array(dist, dtype=np.float64) if scaling is None else _scaled_rows(
+            dist, scaling[1], scaling[0])
 
     def _unreached_mask(self, graph, labels) -> np.ndarray:
         """``bool[n]``: unlabelled nodes in graph components without a labelled node."""

@@ -389,13 +389,6 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         if learning == "grid":
             self._report_uncarried_labels(np.asarray(post.marginals)[:, :n_classes], labels)
         self.samples_, self._sampled_model = post.samples, post.model  # None: enumeration
-        if post.samples is not None:  # R-hat / ESS of the final posterior's chains
-            from graphssl.diagnostics import check_convergence
-
-            self._training_labels = np.asarray(labels)
-            self.convergence_ = check_convergence(
-                post.samples, model=post.model, observed_labels=labels,
-                source=type(self).__name__, stacklevel=3)
         theta = self.theta_
         if isinstance(theta, bl.BasicParams):
             self.sigma_ = float(jnp.exp(theta.log_sigma))
@@ -412,7 +405,27 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         # proportions
         labels = np.asarray(labels)
         proportions = None if prior is None else prior.probs[labels < 0].mean(axis=0)
-        return self._class_mass_decision(marginals, graph, labels, proportions)
+        decided = self._class_mass_decision(marginals, graph, labels, proportions)
+        if post.samples is not None:  # R-hat / ESS of the final posterior's chains
+            self._check_chains(post, graph, labels, n_classes)
+        return decided
+
+    def _check_chains(self, post, graph, labels, n_classes) -> None:
+        """``convergence_`` of the final posterior's chains (a warning when they fail), with
+        the labels' Monte-Carlo stability read on the decision's own scale: each chain's
+        Rao-Blackwellised marginals through the same class-mass factors (a node is open when
+        the chains' decisions for it are within two standard errors of a tie); nodes no
+        label reaches take the class prior, not the chains, and are not counted."""
+        from graphssl.diagnostics import check_convergence
+        from graphssl.inference.mcmc.chains import rao_blackwell_chain_marginals
+
+        self._training_labels = labels
+        per_chain = rao_blackwell_chain_marginals(post.model, post.samples)[..., :n_classes]
+        per_chain = np.stack([self._class_mass_rescaled(p) for p in per_chain])
+        per_chain[:, self._unreached_mask(graph, labels)] = 1.0 / n_classes
+        self.convergence_ = check_convergence(
+            post.samples, model=post.model, observed_labels=labels,
+            label_marginals=per_chain, source=type(self).__name__, stacklevel=4)
 
     def _grid_settings(self) -> bs.GridSettings:
         """``grid`` as a :class:`~graphssl.inference.boltzmann.selection.GridSettings`: None

@@ -344,7 +344,7 @@ class PottsClassifier(GraphSSLClassifier):
         return super()._unreached_mask(graph, labels)
 
     def _sample(self, model, labels, n_classes, init_labels):
-        from graphssl.inference.mcmc.chains import rao_blackwell_marginals, sample_chains
+        from graphssl.inference.mcmc.chains import rao_blackwell_chain_marginals, sample_chains
         from graphssl.inference.mcmc.gibbs import chromatic_gibbs
         from graphssl.inference.mcmc.swendsen_wang import swendsen_wang
 
@@ -361,13 +361,16 @@ class PottsClassifier(GraphSSLClassifier):
         from graphssl.diagnostics import check_convergence
 
         self._training_labels = np.asarray(labels)  # observed_data of to_arviz (any clamp)
-        self.convergence_ = check_convergence(  # warns (ConvergenceWarning) when unconverged
-            samples, model=model, observed_labels=labels, source=type(self).__name__,
-            stacklevel=3)
         # the mean of each draw's conditionals: same expectation as the label frequencies, less
-        # variance where the marginals are near flat (rao_blackwell_marginals)
-        marginals = np.asarray(rao_blackwell_marginals(model, samples, n_classes),
-                               dtype=np.float64)
+        # variance where the marginals are near flat (rao_blackwell_marginals), per chain: the
+        # labels' Monte-Carlo stability is read from them (nodes no label reaches take the
+        # class prior, not the chains, and are not counted)
+        per_chain = rao_blackwell_chain_marginals(model, samples, n_classes)
+        marginals = per_chain.mean(axis=0)
+        per_chain[:, self._unreached_mask(model.graph, np.asarray(labels))] = 1.0 / n_classes
+        self.convergence_ = check_convergence(  # warns (ConvergenceWarning) when unconverged
+            samples, model=model, observed_labels=labels, label_marginals=per_chain,
+            source=type(self).__name__, stacklevel=3)
         self._map_encoded = self._map_search(model, samples, marginals.argmax(1), labels)
         return marginals
 

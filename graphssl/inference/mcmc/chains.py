@@ -48,6 +48,7 @@ __all__ = [
     "label_energy",
     "label_marginals",
     "rao_blackwell_marginals",
+    "rao_blackwell_chain_marginals",
     "storage_dtype",
 ]
 
@@ -509,6 +510,16 @@ def rao_blackwell_marginals(model, samples, n_classes: int | None = None) -> jax
                                   observed, clamp_labels, flat)
     q = marginals.shape[1] if n_classes is None else int(n_classes)
     return marginals[:, :q]
+
+
+def rao_blackwell_chain_marginals(model, samples, n_classes: int | None = None) -> np.ndarray:
+    """``float[chains, n, C]``: :func:`rao_blackwell_marginals` of each chain's draws alone
+    (their mean over chains is the pooled estimate): the per-chain replicates from which
+    :func:`~graphssl.inference.mcmc.statistics.label_stability` reads the Monte-Carlo error
+    of each label."""
+    labels = samples.labels if isinstance(samples, Samples) else jnp.asarray(samples)
+    return np.stack([np.asarray(rao_blackwell_marginals(model, chain, n_classes))
+                     for chain in labels])
 
 
 @jax.jit

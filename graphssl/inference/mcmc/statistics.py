@@ -29,6 +29,8 @@ from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 
 __all__ = [
     "ConvergenceWarning",
+    "UNSETTLED_WARN_FRACTION",
+    "UnsettledLabelsWarning",
     "ConvergenceReport",
     "DEFAULT_N_PAIRS",
     "default_pairs",
@@ -44,6 +46,7 @@ __all__ = [
 ]
 
 DEFAULT_N_PAIRS = 10
+UNSETTLED_WARN_FRACTION = 0.05  # converged chains that leave more of the labels open: warned
 
 
 class ConvergenceWarning(_SklearnConvergenceWarning):
@@ -51,6 +54,13 @@ class ConvergenceWarning(_SklearnConvergenceWarning):
 
     A subclass of :class:`sklearn.exceptions.ConvergenceWarning`, so filters on scikit-learn's
     warning catch it too."""
+
+
+class UnsettledLabelsWarning(ConvergenceWarning):
+    """Chains that pass R-hat and ESS but leave many labels within their Monte-Carlo error of
+    a tie (more than ``UNSETTLED_WARN_FRACTION`` of the unlabelled nodes,
+    :func:`label_stability`): the posterior is nearly flat there, and another seed may label
+    those nodes otherwise. A :class:`ConvergenceWarning`, so its filters catch it too."""
 
 
 def default_pairs(n_nodes: int, observed=None, n_pairs: int = DEFAULT_N_PAIRS,
@@ -188,6 +198,18 @@ class LabelStability(NamedTuple):
                 f"posterior-mean labels within {self.z:g} standard errors of a tie (their own "
                 f"labels differ on {100 * self.chains_disagree:.1f} %): another random_state "
                 "may change those labels (convergence_.stability.unsettled marks them)")
+
+
+    def converged_advice(self) -> str:
+        """The warning for converged chains that leave more than ``UNSETTLED_WARN_FRACTION``
+        of the labels open (empty otherwise)."""
+        if not np.isfinite(self.fraction) or self.fraction <= UNSETTLED_WARN_FRACTION:
+            return ""
+        return (f"the chains pass R-hat and ESS, but leave {100 * self.fraction:.1f} % of the "
+                f"unlabelled nodes' labels within {self.z:g} Monte-Carlo standard errors of a "
+                "tie (convergence_.stability.unsettled marks them): the posterior is nearly "
+                "flat there, and another random_state may label them otherwise; more draws "
+                "(n_samples) settle those that are not truly tied")
 
 
 def chain_label_frequencies(labels, n_classes: int) -> np.ndarray:
