@@ -85,6 +85,7 @@ __all__ = [
     "averaged_points",
     "averaged_weights",
     "draws_per_point",
+    "POSTERIOR_DRAWS",
     "select_coupling",
     "choose_grid_point",
 ]
@@ -637,12 +638,24 @@ def averaged_weights(terms: np.ndarray, log_prior: np.ndarray,
     return weights / weights.sum()
 
 
+POSTERIOR_DRAWS = 1500
+"""Draws a chain of the posterior at the chosen coupling (the estimator's ``n_samples``).
+Against 300 (``benchmarks/bench_option.py``, ``{"n_samples": 1500}``,
+``bench_option_boltzmann_draws_{a,b}.json``, 16 panel sets, 10 splits, paired, 2026-11-29):
+mean 85.5 -> 86.0; Digit1-10 76.3 -> 79.2 (+2.9 +- 1.5), COIL2-10 61.4 -> 64.1, Text-10
+65.0 -> 66.9 (+1.9 +- 0.9), usps_full +0.7, USPS-10 +0.5; USPS-100 -0.5 +- 0.4, the rest
+within 0.2. Where the marginals are nearly flat (weak couplings, few labels) the nodes' small
+leanings decide, and 300 draws left them to Monte-Carlo noise. Cost: a fit's CPU time about
+doubles (Digit1-10 1.3 -> 3.1 s, digits 3.7 -> 7.5 s, usps_full 24 -> 51 s)."""
+
+
 def _posterior_chains(chains):
-    """``chains``, or the posterior's default ``ChainSettings`` (4 chains of 300 draws after
-    50 sweeps) when None."""
+    """``chains``, or the posterior's default ``ChainSettings`` (4 chains of
+    ``POSTERIOR_DRAWS`` draws after 50 sweeps) when None."""
     from graphssl.inference.boltzmann.expectations import ChainSettings
 
-    return ChainSettings(n_chains=4, n_samples=300, burn_in=50) if chains is None else chains
+    return (ChainSettings(n_chains=4, n_samples=POSTERIOR_DRAWS, burn_in=50) if chains is None
+            else chains)
 
 
 MIN_AVERAGED_DRAWS = 50
@@ -651,9 +664,9 @@ MIN_AVERAGED_DRAWS = 50
 def draws_per_point(n_samples: int, n_points: int) -> int:
     """Draws a chain for each of ``n_points`` averaged grid points besides the chosen one:
     ``n_samples / 2^ceil(log2 K)``, at least ``MIN_AVERAGED_DRAWS``. Powers of two, not
-    ``n_samples / K``: each count is its own compiled chain program, and halvings give
-    three of them for the default 300 draws (150, 75, 50) where every ``K`` gave one more
-    (a fresh process's fit of bupa, 345 points: 0.3 -> 2.2 CPU s with ``n_samples / K``)."""
+    ``n_samples / K``: each count is its own compiled chain program, and halvings give one
+    per doubling of ``K`` (for 300 draws: 150, 75, 50) where every ``K`` gave one more (a
+    fresh process's fit of bupa, 345 points: 0.3 -> 2.2 CPU s with ``n_samples / K``)."""
     halvings = max(0, math.ceil(math.log2(max(n_points, 1))))
     return max(MIN_AVERAGED_DRAWS, int(n_samples) >> halvings)
 
