@@ -199,7 +199,6 @@ class LabelStability(NamedTuple):
                 f"labels differ on {100 * self.chains_disagree:.1f} %): another random_state "
                 "may change those labels (convergence_.stability.unsettled marks them)")
 
-
     def converged_advice(self) -> str:
         """The warning for converged chains that leave more than ``UNSETTLED_WARN_FRACTION``
         of the labels open (empty otherwise)."""
