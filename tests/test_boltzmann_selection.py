@@ -71,6 +71,9 @@ def test_progress_true_reports_the_grid_and_why(zero_noise_fit):
                if text.startswith("coupling grid: about ")]  # the bar's lines besides
     assert "folds' chains on" in line
     assert "GridSettings(alpha0=" in line  # the setting that shortens it
+    (line,) = [text for text in zero_noise_fit.stderr_for_test.splitlines()
+               if text.startswith("posterior: about ")]  # then the posterior's chains
+    assert "2 chains x 70 sweeps" in line and "n_samples (now 60)" in line
 
 
 def nearest_pair_values(geo, values, k=10):

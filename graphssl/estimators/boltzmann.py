@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
+import time
 import warnings
 
 import jax
@@ -161,7 +163,10 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         ``"auto"``: once its first grid points show that the search needs more than 10 s
         more, one line on stderr says so and why (every grid point samples the chains of
         every cross-validation fold on all pairs), with the settings that shorten it, and
-        a progress bar follows (:mod:`graphssl._progress`).
+        a progress bar follows (:mod:`graphssl._progress`). Then the posterior's chains:
+        when the search and their sweeps at the search's rate together pass 10 s, one line
+        says how long they will take and that ``n_samples`` shortens it, and a bar follows
+        (the same draws; ``True`` always shows both).
 
     ``fit_graph(graph, y, X=features)`` couples the given graph's edges (``pairs`` is then
     ignored), with ``A_ij`` from the features' distances; sparse or high-dimensional
@@ -526,9 +531,11 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
                f"{int(problem.geometry.senders.shape[0])} pairs "
                f"({settings.burn_in + settings.n_samples} sweeps each); a shorter "
                "grid=GridSettings(alpha0=..., log_scale_offsets=(0.0,)) shortens it")
+        started = time.perf_counter()
         result = bs.select_coupling(problem.geometry, template, k_fit, gamma=gamma, clamp=clamp,
                                     settings=settings, kernel=kernel, seed=self._seed(),
                                     progress=self.progress, why=why)
+        searched = time.perf_counter() - started
         self.grid_, self.theta_ = result, result.theta
         self.log_likelihood_ = float("nan")
         self.fit_info_, self.restarts_, self.n_iter_ = None, None, int(result.n_sweeps)
@@ -537,8 +544,33 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
                                               k_post, hard=clamp, method=method,
                                               chains=self._chains())
         model = bs.grid_model(template, problem.geometry, result.theta, clamp)
-        return bs.grid_posterior(model, labels, k_post, method=method, chains=self._chains(),
-                                 init_labels=result.start_labels)
+        chains = self._chains()
+        return bs.grid_posterior(model, labels, k_post, method=method, chains=chains,
+                                 init_labels=result.start_labels,
+                                 progress=self._posterior_progress(searched, result, chains))
+
+    def _posterior_progress(self, searched: float, result, chains) -> bool:
+        """Whether the posterior's chains show a bar: ``progress=True``, or ``"auto"`` when
+        the coupling search (``searched`` s for ``result.n_sweeps`` sweeps of the same
+        nodes) and the posterior's sweeps at its rate together pass
+        :data:`graphssl._progress.LONG_RUN_SECONDS`; then one line on stderr says so first,
+        with the setting that shortens it."""
+        from graphssl._progress import LONG_RUN_SECONDS
+
+        if self.progress is not True and self.progress != "auto":
+            return False
+        sweeps = chains.n_chains * (chains.persistent_burn_in + chains.n_samples)
+        estimate = searched / max(int(result.n_sweeps), 1) * sweeps
+        if self.progress == "auto" and searched + estimate <= LONG_RUN_SECONDS:
+            return False
+        sys.stderr.write(
+            f"posterior: about {estimate:.0f} s more after {searched:.0f} s of coupling "
+            f"search; {chains.n_chains} chains x {sweeps // chains.n_chains} sweeps at the "
+            f"chosen coupling, every draw's conditionals averaged into the marginals; a "
+            f"smaller n_samples (now {chains.n_samples}) shortens it and leaves near-flat "
+            "marginals noisier\n")
+        sys.stderr.flush()
+        return True
 
     def _fit_likelihood(self, problem, k_fit, k_post, method):
         """The paper's route: random restarts of the hill climbing (Sec. 3.1, 5.2)."""

@@ -319,10 +319,11 @@ def chain_moments(model: BoltzmannMRF, key, method: str, settings: ChainSettings
 
 
 def chain_samples(model: BoltzmannMRF, key, method: str, settings: ChainSettings,
-                  init_labels=None):
+                  init_labels=None, progress: bool = False):
     """Chains of ``method`` on ``model`` (``settings``; from ``init_labels`` when given, then
     ``settings.persistent_burn_in`` sweeps are discarded): the draws only, where
-    :func:`chain_moments` also reduces them to moments."""
+    :func:`chain_moments` also reduces them to moments. ``progress``: a bar over the sweeps
+    (the same draws: :func:`~graphssl.inference.mcmc.chains.sample_chains`)."""
     from graphssl.inference.mcmc.chains import sample_chains
 
     if method not in METHODS[1:]:
@@ -337,4 +338,5 @@ def chain_samples(model: BoltzmannMRF, key, method: str, settings: ChainSettings
         burn_in=burn,
         thin=settings.thin,
         init_labels=init_labels,
+        progress=bool(progress),
     )

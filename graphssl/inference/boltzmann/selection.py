@@ -571,7 +571,8 @@ def grid_model(template: BoltzmannMRF, geometry: PairGeometry, theta: ExtendedPa
 
 
 def grid_posterior(model: BoltzmannMRF, labels, key, *, method: str = "swendsen_wang",
-                   chains=None, init_labels=None, averaged_with=(), own_weight=1.0):
+                   chains=None, init_labels=None, averaged_with=(), own_weight=1.0,
+                   progress: bool = False):
     """Label posterior of the clamped-phase ``model`` by chains of ``method`` (started from
     ``init_labels [chains, n]`` when given: then ``chains.persistent_burn_in`` sweeps are
     discarded), marginals Rao-Blackwellised (:func:`~graphssl.inference.mcmc.chains.
@@ -583,11 +584,11 @@ def grid_posterior(model: BoltzmannMRF, labels, key, *, method: str = "swendsen_
     ``averaged_with``: ``(weight, marginals float[n, C])`` of other grid points, averaged
     with these chains' own marginals (weight ``own_weight``) into the result's marginals
     (:func:`averaged_grid_posterior`); the chains then still give the MAP search and the
-    diagnostics."""
+    diagnostics. ``progress``: a bar over the chains' sweeps (the same draws)."""
     from graphssl.inference.boltzmann.learning import BoltzmannPosterior
     from graphssl.inference.optimize.map_search import map_search
 
-    samples, own = _chain_marginals(model, key, method, chains, init_labels)
+    samples, own = _chain_marginals(model, key, method, chains, init_labels, progress)
     weights = [float(own_weight)] + [float(w) for w, _ in averaged_with]
     parts = [own] + [np.asarray(m) for _, m in averaged_with]
     marginals = np.tensordot(np.asarray(weights) / sum(weights), np.stack(parts), axes=1)
@@ -602,7 +603,7 @@ def grid_posterior(model: BoltzmannMRF, labels, key, *, method: str = "swendsen_
                               samples, model, search)
 
 
-def _chain_marginals(model, key, method, chains, init_labels):
+def _chain_marginals(model, key, method, chains, init_labels, progress=False):
     """``(samples, marginals float[n, C])``: chains of ``method`` on ``model`` (as
     :func:`grid_posterior`) and their Rao-Blackwellised marginals."""
     from graphssl.inference.boltzmann.expectations import chain_samples
@@ -612,7 +613,7 @@ def _chain_marginals(model, key, method, chains, init_labels):
     if init_labels is not None:  # as many starts as chains, cycling through those given
         init_labels = np.asarray(init_labels).reshape(-1, model.n_nodes)
         init_labels = init_labels[np.arange(chains.n_chains) % init_labels.shape[0]]
-    samples = chain_samples(model, key, method, chains, init_labels)
+    samples = chain_samples(model, key, method, chains, init_labels, progress)
     return samples, np.asarray(rao_blackwell_marginals(model, samples))
 
 
