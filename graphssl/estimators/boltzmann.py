@@ -104,7 +104,9 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         2026-11-29): near-flat marginals are decided by small leanings, which 300 draws
         left to Monte-Carlo noise (16 panel sets, 10 splits, paired: mean 85.5 -> 86.0,
         Digit1-10 +2.9, COIL2-10 +2.7, Text-10 +1.9; USPS-100 -0.5), at about twice the
-        CPU time of a fit.
+        CPU time of a fit. The likelihood route with sampled expectations draws as many per
+        gradient step (5x the earlier cost); pass ``n_samples=300`` there for the
+        earlier steps.
       features: ``"auto"`` (default): with ``fit_graph(graph, y, X=features)`` a feature model
         (:mod:`graphssl.estimators.feature_prior`) gives every node the class prior
         ``log h_i`` (Eq. 40's ``beta_c`` per node: ``node_field``), and a node no label
