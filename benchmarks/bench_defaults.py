@@ -48,6 +48,7 @@ import json
 import os
 import pathlib
 import platform
+import re
 import time
 import traceback
 import warnings
@@ -239,10 +240,17 @@ def run_cell(method, name, data_dir, n_splits, split_ids, cpu_limit=None):
             except Exception as err:  # recorded, the panel goes on
                 record["seconds"] = time.perf_counter() - start
                 record["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
-                record["traceback"] = traceback.format_exc(limit=3)[-600:]
+                record["traceback"] = _portable_traceback()
         record["warnings"] = sorted({_warning_line(w) for w in caught})
         out.append(record)
     return out
+
+
+def _portable_traceback(limit: int = 3, keep: int = 600) -> str:
+    """The current exception's last ``keep`` characters of traceback, each file named by its
+    base name only: the results are committed, and must not name this machine's paths."""
+    text = traceback.format_exc(limit=limit)
+    return re.sub(r'File "[^"]*[\\/]([^"\\/]+)"', r'File "\1"', text)[-keep:]
 
 
 def _warning_line(w):
