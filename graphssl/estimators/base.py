@@ -361,6 +361,21 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         return np.array(dist, dtype=np.float64) if scaling is None else _scaled_rows(
             dist, scaling[1], scaling[0])
 
+    def _check_chains_with(self, samples, model, labels, per_chain, graph,
+                           stacklevel: int) -> None:
+        """``convergence_`` of ``samples`` (:func:`graphssl.diagnostics.check_convergence`:
+        a warning when they fail, or leave many labels open), the labels' Monte-Carlo
+        stability read from ``per_chain`` (``float[chains, n, C]``, each chain's marginals
+        on the scale the labels are decided on); nodes no label reaches take the class
+        prior, not the chains, and are not counted (their rows set to uniform)."""
+        from graphssl.diagnostics import check_convergence
+
+        per_chain = np.array(per_chain, dtype=np.float64)
+        per_chain[:, self._unreached_mask(graph, np.asarray(labels))] = 1.0 / per_chain.shape[2]
+        self.convergence_ = check_convergence(
+            samples, model=model, observed_labels=labels, label_marginals=per_chain,
+            source=type(self).__name__, stacklevel=stacklevel + 1)
+
     def _unreached_mask(self, graph, labels) -> np.ndarray:
         """``bool[n]``: unlabelled nodes in graph components without a labelled node."""
         return unreached_nodes(graph, labels >= 0)

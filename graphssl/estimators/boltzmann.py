@@ -429,16 +429,13 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         Rao-Blackwellised marginals through the same class-mass factors (a node is open when
         the chains' decisions for it are within two standard errors of a tie); nodes no
         label reaches take the class prior, not the chains, and are not counted."""
-        from graphssl.diagnostics import check_convergence
         from graphssl.inference.mcmc.chains import rao_blackwell_chain_marginals
 
         self._training_labels = labels
         per_chain = rao_blackwell_chain_marginals(post.model, post.samples)[..., :n_classes]
         per_chain = np.stack([self._class_mass_rescaled(p) for p in per_chain])
-        per_chain[:, self._unreached_mask(graph, labels)] = 1.0 / n_classes
-        self.convergence_ = check_convergence(
-            post.samples, model=post.model, observed_labels=labels,
-            label_marginals=per_chain, source=type(self).__name__, stacklevel=4)
+        self._check_chains_with(post.samples, post.model, labels, per_chain, graph,
+                                stacklevel=4)
 
     def _grid_settings(self) -> bs.GridSettings:
         """``grid`` as a :class:`~graphssl.inference.boltzmann.selection.GridSettings`: None

@@ -358,8 +358,6 @@ class PottsClassifier(GraphSSLClassifier):
             burn_in=int(self.burn_in), thin=int(self.thin), init_labels=init_labels,
         )
         self.samples_ = samples
-        from graphssl.diagnostics import check_convergence
-
         self._training_labels = np.asarray(labels)  # observed_data of to_arviz (any clamp)
         # the mean of each draw's conditionals: same expectation as the label frequencies, less
         # variance where the marginals are near flat (rao_blackwell_marginals), per chain: the
@@ -367,10 +365,7 @@ class PottsClassifier(GraphSSLClassifier):
         # class prior, not the chains, and are not counted)
         per_chain = rao_blackwell_chain_marginals(model, samples, n_classes)
         marginals = per_chain.mean(axis=0)
-        per_chain[:, self._unreached_mask(model.graph, np.asarray(labels))] = 1.0 / n_classes
-        self.convergence_ = check_convergence(  # warns (ConvergenceWarning) when unconverged
-            samples, model=model, observed_labels=labels, label_marginals=per_chain,
-            source=type(self).__name__, stacklevel=3)
+        self._check_chains_with(samples, model, labels, per_chain, model.graph, stacklevel=3)
         self._map_encoded = self._map_search(model, samples, marginals.argmax(1), labels)
         return marginals
 

@@ -464,14 +464,14 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
                               class_bias=jnp.zeros(C),
                               gamma=jnp.asarray(np.inf if hard else gamma, dtype))
 
-    above = terms[oi, gi] - (-math.log(C))
     supported = averaged_points(terms, ordered, n_classes=C, chosen=(oi, gi))
     weights = averaged_weights(terms, log_prior, supported)
     averaged = weights >= MIN_AVERAGED_WEIGHT
     points = [tuple(int(i) for i in p) for p in np.argwhere(averaged)]
     return GridResult(theta_at(oi, gi), float(grid[gi]), offsets[oi], cv, terms, merge_gain,
                       strength, folds, sigma0, sweeps, start, class_shares, ordered,
-                      carries_labels=bool(above.mean() > _se(above)), averaged=averaged,
+                      carries_labels=bool(_carries_labels(terms, C)[oi, gi]),
+                      averaged=averaged,
                       averaged_theta=tuple(theta_at(o, g) for o, g in points),
                       averaged_starts=np.stack([starts[p] for p in points]),
                       averaged_chosen=points.index((oi, gi)) if (oi, gi) in points else -1,
@@ -534,6 +534,18 @@ def _se(values: np.ndarray) -> float:
     return float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else 0.0
 
 
+def _carries_labels(terms: np.ndarray, n_classes: int) -> np.ndarray:
+    """``bool[offsets, grid]``: the evaluated points whose per-point (CV) ``terms [offsets,
+    grid, l]`` exceed chance's ``log(1/C)`` by more than one standard error (:func:`_se`:
+    0 for a single labelled point)."""
+    evaluated = ~np.isnan(terms).any(axis=-1)
+    above = np.where(evaluated[..., None], terms, 0.0) + math.log(n_classes)
+    se = np.zeros(evaluated.shape)
+    if terms.shape[-1] > 1:
+        se = above.std(axis=-1, ddof=1) / math.sqrt(terms.shape[-1])
+    return evaluated & (above.mean(axis=-1) > se)
+
+
 def averaged_points(terms: np.ndarray, ordered: np.ndarray | None, *, n_classes: int,
                     chosen: tuple[int, int]) -> np.ndarray:
     """``bool[offsets, grid]``: the grid points whose posteriors are averaged -- those whose
@@ -545,12 +557,7 @@ def averaged_points(terms: np.ndarray, ordered: np.ndarray | None, *, n_classes:
     scores differ by less than their standard errors), and the one taken by the prior's
     favourite decides the posterior; Zhu & Ghahramani's Theta has a prior (Sec. 6), and the
     posterior over labels integrates over it, with the weights of :func:`averaged_weights`."""
-    evaluated = ~np.isnan(terms).any(axis=-1)
-    above = np.where(evaluated[..., None], terms, 0.0) + math.log(n_classes)
-    se = np.zeros(evaluated.shape)
-    if terms.shape[-1] > 1:
-        se = above.std(axis=-1, ddof=1) / math.sqrt(terms.shape[-1])
-    carries = evaluated & (above.mean(axis=-1) > se)
+    carries = _carries_labels(terms, n_classes)
     flagged = np.zeros_like(carries) if ordered is None else np.asarray(ordered, bool)
     for mask in (carries & ~flagged, carries):
         if mask.any():
