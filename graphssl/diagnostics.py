@@ -23,10 +23,9 @@ in the ``log_likelihood`` group, and :func:`psis_loo` (``az.loo`` with a
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
+from graphssl._warnings import warn_user
 from graphssl.inference.loo import ParetoKWarning, pairwise_log_likelihood, psis_loo
 from graphssl.inference.mcmc.statistics import (
     DEFAULT_N_PAIRS,
@@ -264,7 +263,7 @@ def _statistics_of(data, model, observed_labels, pairs, n_pairs, extra, max_draw
 def check_convergence(data, *, model=None, observed_labels=None, pairs=None,
                       n_pairs: int = DEFAULT_N_PAIRS, extra=None, rhat_max: float = 1.01,
                       ess_min: float = 100.0, max_draws: int | None = 2000, warn: bool = True,
-                      source: str | None = None, stacklevel: int = 2,
+                      source: str | None = None,
                       label_marginals=None) -> ConvergenceReport:
     """R-hat and ESS of the permutation-invariant statistics; warn when the chains fail.
 
@@ -297,10 +296,9 @@ def check_convergence(data, *, model=None, observed_labels=None, pairs=None,
         report = report._replace(stability=stability)
     prefix = f"{source}: " if source else ""
     if warn and not report.converged:
-        warnings.warn(prefix + report.advice(), ConvergenceWarning, stacklevel=stacklevel)
+        warn_user(prefix + report.advice(), ConvergenceWarning)
     elif warn and report.stability is not None and report.stability.converged_advice():
-        warnings.warn(prefix + report.stability.converged_advice(), UnsettledLabelsWarning,
-                      stacklevel=stacklevel)
+        warn_user(prefix + report.stability.converged_advice(), UnsettledLabelsWarning)
     return report
 
 

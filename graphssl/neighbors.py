@@ -13,6 +13,7 @@ from graphssl._distances import (  # noqa: F401 - _squared_norms is used by grap
     _exact_distances,
     _squared_norms,
 )
+from graphssl._warnings import warn_user
 from graphssl.neighbors_approximate import (
     _faiss_knn,
     _installed,
@@ -234,13 +235,10 @@ def auto_method(n: int, d: int) -> str:
         return "faiss_ivf" if faiss_gpu_available() else "faiss"
     if _installed("pynndescent"):
         return "nndescent"
-    import warnings
-
-    warnings.warn(
+    warn_user(
         f"knn_search: n = {n} points and no approximate back end installed, so the search "
         "is exact, O(n^2 d) (the time grows with the square of n); pip install "
-        "'graphssl[scale]' for faiss",
-        stacklevel=3,
+        "'graphssl[scale]' for faiss"
     )
     return exact
 

@@ -167,8 +167,9 @@ def test_flat_posterior_reports_its_open_labels_on_the_decisions_scale(moons):
     clf = BoltzmannMRFClassifier(model="basic", grid=weak, progress=False)  # 4 x 300 draws
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "no coupling carries the labels"
-        with pytest.warns(UnsettledLabelsWarning, match="pass R-hat and ESS, but leave"):
+        with pytest.warns(UnsettledLabelsWarning, match="pass R-hat and ESS, but leave") as rec:
             clf.fit(X, labels)
+    assert {w.filename for w in rec if w.category is UnsettledLabelsWarning} == {__file__}
     assert clf.convergence_.converged
     # read from each chain's marginals through the decision's class-mass factors
     per_chain = rao_blackwell_chain_marginals(clf._sampled_model, clf.samples_)[..., :2]

@@ -320,8 +320,11 @@ def test_sampled_estimator_front_door():
     y[0], y[33] = 0, 1
     clf = PottsClassifier(inference="swendsen_wang", beta=4.0, clamp=False, n_samples=20,
                           burn_in=10)
-    with pytest.warns(ConvergenceWarning, match="PottsClassifier: .*ESS.*n_samples"):
+    with pytest.warns(ConvergenceWarning, match="PottsClassifier: .*ESS.*n_samples") as record:
         clf.fit_graph(graph, y)
+    # the warning names the caller's line (graphssl._warnings), not base.py or potts.py
+    assert {w.filename for w in record if issubclass(w.category, ConvergenceWarning)} == {
+        __file__}
     assert not clf.convergence_.converged and clf.convergence_.n_draws == 20
     tree = clf.to_arviz()
     summary = az.summary(tree)

@@ -63,8 +63,9 @@ def test_one_directional_edges_are_symmetrised_and_reported():
     assert graph.is_symmetric() and graph.n_edges == 8
     # a directed networkx graph: one of its two edges is one-directional
     D = nx.DiGraph([(0, 1), (1, 0), (1, 2)])
-    with pytest.warns(DirectedGraphWarning, match="1 of 2 edges"):
+    with pytest.warns(DirectedGraphWarning, match="1 of 2 edges") as record:
         as_graph(D)
+    assert [w.filename for w in record] == [__file__]  # the caller's line
     with pytest.warns(DirectedGraphWarning, match="symmetrize='min'"):
         mutual = as_graph(D, symmetrize="min")
     assert mutual.n_edges == 2
@@ -160,8 +161,10 @@ def test_unreached_components_get_the_class_prior(make):
     edges = np.vstack([edges, edges[:, ::-1]])
     y = np.array([0, 0, -1, 1, -1, -1, -1, -1, -1])
     clf = make()
-    with pytest.warns(UnreachedNodesWarning, match="3 of 9 nodes"):
+    with pytest.warns(UnreachedNodesWarning, match="3 of 9 nodes") as record:
         clf.fit_graph(edges, y)
+    # attributed to this line, the caller's, not to the library frame that noticed it
+    assert {w.filename for w in record} == {__file__}
     np.testing.assert_allclose(clf.label_distributions_[6:], [[2 / 3, 1 / 3]] * 3)
     assert clf.n_unreached_ == 3
     assert np.all(clf.transduction_[6:] == 0)

@@ -58,6 +58,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from graphssl._warnings import warn_user
 from graphssl.graph import (
     as_graph,
     knn_graph,
@@ -146,9 +147,9 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
     def _validate_graph_params(self, n: int) -> int:
         k = self._default_k(n) if self.k is None else self.k
         if isinstance(k, numbers.Real) and not isinstance(k, bool) and k >= n >= 2:
-            warnings.warn(
+            warn_user(
                 f"k: k={k} but there are only n={n} points; using k={n - 1} (the complete "
-                "graph)", UserWarning, stacklevel=4,
+                "graph)", UserWarning
             )
             k = n - 1
         k = check_k(k, n, name="k")
@@ -275,13 +276,13 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         nodes = np.flatnonzero(unreached)
         self._unreached_fill = (nodes, self._unreached_proba(nodes, encoded, n_classes))
         if self.n_unreached_:
-            warnings.warn(
+            warn_user(
                 f"{type(self).__name__}: {self.n_unreached_} of {graph.n_nodes} nodes lie in "
                 "connected components without a labelled node; no label reaches them, so they "
                 "get the class prior (the labelled nodes' class frequencies, or the feature "
                 "model's prediction where fit_graph got node features). Label a node in "
                 "each component or connect the graph (larger k).",
-                UnreachedNodesWarning, stacklevel=3,
+                UnreachedNodesWarning
             )
         self._set_label_distributions(dist)
         return self
@@ -361,8 +362,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         return np.array(dist, dtype=np.float64) if scaling is None else _scaled_rows(
             dist, scaling[1], scaling[0])
 
-    def _check_chains_with(self, samples, model, labels, per_chain, graph,
-                           stacklevel: int) -> None:
+    def _check_chains_with(self, samples, model, labels, per_chain, graph) -> None:
         """``convergence_`` of ``samples`` (:func:`graphssl.diagnostics.check_convergence`:
         a warning when they fail, or leave many labels open), the labels' Monte-Carlo
         stability read from ``per_chain`` (``float[chains, n, C]``, each chain's marginals
@@ -374,7 +374,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         per_chain[:, self._unreached_mask(graph, np.asarray(labels))] = 1.0 / per_chain.shape[2]
         self.convergence_ = check_convergence(
             samples, model=model, observed_labels=labels, label_marginals=per_chain,
-            source=type(self).__name__, stacklevel=stacklevel + 1)
+            source=type(self).__name__)
 
     def _unreached_mask(self, graph, labels) -> np.ndarray:
         """``bool[n]``: unlabelled nodes in graph components without a labelled node."""

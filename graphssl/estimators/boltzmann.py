@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -13,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from graphssl._progress import check_progress
+from graphssl._warnings import warn_user
 from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.estimators.feature_prior import FeaturePriorMixin
 from graphssl.graph import Graph, unreached_nodes
@@ -434,8 +434,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self._training_labels = labels
         per_chain = rao_blackwell_chain_marginals(post.model, post.samples)[..., :n_classes]
         per_chain = np.stack([self._class_mass_rescaled(p) for p in per_chain])
-        self._check_chains_with(post.samples, post.model, labels, per_chain, graph,
-                                stacklevel=4)
+        self._check_chains_with(post.samples, post.model, labels, per_chain, graph)
 
     def _grid_settings(self) -> bs.GridSettings:
         """``grid`` as a :class:`~graphssl.inference.boltzmann.selection.GridSettings`: None
@@ -482,11 +481,11 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
                "grid=GridSettings(alpha0=...) with weaker couplings avoids it"
                if getattr(self, "grid_", None) is not None else
                "a weaker coupling (a prior that keeps alpha_0 lower) avoids it")
-        warnings.warn(
+        warn_user(
             f"{type(self).__name__}: the posterior puts more of the unlabelled nodes in "
             f"class {what} than the labelled counts make plausible: at the chosen coupling "
             f"({at}) the model is in its ordered phase, one class swept over the graph; "
-            f"{fix}", UserWarning, stacklevel=4)
+            f"{fix}", UserWarning)
 
     def _report_uncarried_labels(self, marginals, labels) -> None:
         """Warn when no coupling of the grid predicted the held-out labelled points better
@@ -498,7 +497,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         unlabelled = np.asarray(labels) < 0
         flat = float(np.mean(marginals[unlabelled].max(axis=1) < 1.0 / C + 0.1))
         best = float(np.nanmax(self.grid_.cv))
-        warnings.warn(
+        warn_user(
             f"{type(self).__name__}: no coupling of the grid predicts the held-out labelled "
             f"points better than chance by a standard error (best (CV) {best:.3f} per point "
             f"against log(1/C) = {-np.log(C):.3f}; grid_.cv holds them): the labels do not "
@@ -506,7 +505,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             f"{float(self.grid_.alpha0):.3g}) {100 * flat:.0f} % of the unlabelled nodes have "
             f"a largest marginal within 0.1 of uniform. More labels (of every class), or an "
             "estimator that needs no coupling from them (HarmonicFunctionClassifier, "
-            "PottsClassifier), avoid it", UserWarning, stacklevel=4)
+            "PottsClassifier), avoid it", UserWarning)
 
     def _fit_grid(self, problem, labels, prior, k_fit, k_post, method):
         """The grid route (class docstring); sets ``theta_`` and ``grid_``."""

@@ -416,7 +416,7 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
 
         self.convergence_ = check_convergence(
             self.samples_, model=self.model_, extra=self._invariant_traces(),
-            source=type(self).__name__, stacklevel=4,
+            source=type(self).__name__,
             label_marginals=class_marginals(self.samples_, per_chain=True))
 
     def to_arviz(self, **kwargs):

@@ -16,10 +16,9 @@ cross-validated prior; a ``UserWarning`` says so).
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
+from graphssl._warnings import warn_user
 from graphssl.inference.optimize.feature_prior import choose_prior_weight, fit_feature_prior
 
 __all__ = ["FeaturePriorMixin"]
@@ -45,11 +44,11 @@ class FeaturePriorMixin:
         n_labelled = int(np.sum(np.asarray(labels) >= 0))
         n_folds = min(5, n_labelled // 2)
         if n_folds < 2:
-            warnings.warn(
+            warn_user(
                 f"{type(self).__name__}: the feature model needs at least 4 labelled nodes for "
                 f"its cross-validated prior (got {n_labelled}); the node features are not used. "
                 "Label more nodes, or pass features=None to silence this.",
-                UserWarning, stacklevel=5)
+                UserWarning)
             return None
         seed = self._seed()  # random_state: the folds of the feature model's CV
         self.feature_prior_ = fit_feature_prior(X, labels, n_classes, n_folds=n_folds,

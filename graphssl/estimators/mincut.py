@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphssl._warnings import warn_user
 from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.graph import Graph
 from graphssl.inference.optimize.maxflow import mincut_classify
@@ -122,14 +123,12 @@ class MincutClassifier(GraphSSLClassifier):
         self.cut_value_ = float(info.energy)
         self.degenerate_classes_ = info.degenerate_classes
         if self.degenerate_classes_.size:
-            import warnings
-
-            warnings.warn(
+            warn_user(
                 f"{type(self).__name__}: the minimum cut gives (almost) no unlabelled node to "
                 f"{self.degenerate_classes_.size} of {n_classes} classes (under a tenth of their "
                 "labelled share: it cuts their labelled nodes off, as the graph's edges around "
                 "the labels weigh less than any "
                 "cut between the classes). This is the model's minimum, not a search failure; "
                 "a denser graph (larger k), more labels or the harmonic function suit this "
-                "graph better.", UserWarning, stacklevel=4)
+                "graph better.", UserWarning)
         return np.eye(n_classes)[out]

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-import warnings
 
 import jax
 import numpy as np
 
+from graphssl._warnings import warn_user
 from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.graph import row_normalize
 from graphssl.inference.optimize.mean_field import (
@@ -211,10 +211,10 @@ class PottsClassifier(GraphSSLClassifier):
             preset = "nmfB" if self.beta == "auto" else self.beta
             return solve_beta(preset, float(np.mean(labels >= 0)), n_classes)
         if self.beta > BETA_MAX:
-            warnings.warn(
+            warn_user(
                 f"beta: {self.beta:.3g} exceeds {BETA_MAX:.0e}; using {BETA_MAX:.0e}, the same "
                 "zero-temperature limit (beta x coupling differences beyond it saturate every "
-                "marginal, and float32 cannot hold beta near 1e38)", UserWarning, stacklevel=4)
+                "marginal, and float32 cannot hold beta near 1e38)", UserWarning)
             return BETA_MAX
         return float(self.beta)
 
@@ -330,8 +330,7 @@ class PottsClassifier(GraphSSLClassifier):
         from graphssl.diagnostics import check_convergence
 
         self.convergence_ = check_convergence(  # warns (ConvergenceWarning) when unconverged
-            samples, model=fit.model, observed_labels=labels, source=type(self).__name__,
-            stacklevel=3)
+            samples, model=fit.model, observed_labels=labels, source=type(self).__name__)
         return marginals
 
     def _unreached_mask(self, graph, labels):
@@ -365,7 +364,7 @@ class PottsClassifier(GraphSSLClassifier):
         # class prior, not the chains, and are not counted)
         per_chain = rao_blackwell_chain_marginals(model, samples, n_classes)
         marginals = per_chain.mean(axis=0)
-        self._check_chains_with(samples, model, labels, per_chain, model.graph, stacklevel=3)
+        self._check_chains_with(samples, model, labels, per_chain, model.graph)
         self._map_encoded = self._map_search(model, samples, marginals.argmax(1), labels)
         return marginals
 

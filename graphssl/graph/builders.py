@@ -4,11 +4,10 @@ weighted by a scheme of :mod:`graphssl.graph.weights`. Re-exported by
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
 
+from graphssl._warnings import warn_user
 from graphssl.graph.core import Graph
 from graphssl.graph.operators import _symmetrized_matrix
 from graphssl.graph.weights import _edge_weights
@@ -107,9 +106,8 @@ def epsilon_graph(X, eps: float, *, weight: str = "gaussian", sigma=1.0, t: floa
         raise ValueError(f"eps: the radius must be positive, got {eps}")
     pairs = cKDTree(np.asarray(X, np.float64)).query_pairs(r=eps, output_type="ndarray")
     if pairs.size == 0:
-        warnings.warn(
-            f"epsilon_graph: no pair of points is within eps={eps}; the graph is empty",
-            stacklevel=2,
+        warn_user(
+            f"epsilon_graph: no pair of points is within eps={eps}; the graph is empty"
         )
     rows = np.concatenate([pairs[:, 0], pairs[:, 1]])
     cols = np.concatenate([pairs[:, 1], pairs[:, 0]])

@@ -4,11 +4,10 @@ estimators' ``fit_graph``). Re-exported by :mod:`graphssl.graph`."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
 
+from graphssl._warnings import warn_user
 from graphssl.graph.core import Graph
 from graphssl.graph.operators import _symmetrized_matrix
 
@@ -129,12 +128,11 @@ def _report_and_symmetrize(matrix: sp.csr_matrix, mode: str) -> sp.csr_matrix:
     n_edges = int(present.nnz - mutual.nnz // 2)
     rule = {"max": "max(w_ij, w_ji), the union", "mean": "(w_ij + w_ji) / 2",
             "min": "min(w_ij, w_ji), mutual edges only"}[mode]
-    warnings.warn(
+    warn_user(
         f"graph: directed input: {one_way} of {n_edges} edges are given in one direction only"
         + (f" and {unequal} pairs have unequal weights" if unequal else "")
         + f"; symmetrised with symmetrize={mode!r} (w_ij = {rule}). Give both directions, or "
         "choose symmetrize='max' / 'mean' / 'min' (None keeps it directed).",
-        DirectedGraphWarning,
-        stacklevel=3,
+        DirectedGraphWarning
     )
     return _symmetrized_matrix(matrix, mode)

@@ -30,6 +30,7 @@ import warnings
 
 import numpy as np
 
+from graphssl._warnings import warn_user
 from graphssl.models.protocol import pairwise_tables
 
 __all__ = ["ParetoKWarning", "pairwise_log_likelihood", "loo_tree", "psis_loo",
@@ -143,7 +144,7 @@ def _smoothed_weights(log_lik, r_eff: float):
     return log_weights, k
 
 
-def psis_loo(data, *, warn: bool = True, source: str | None = None, stacklevel: int = 2):
+def psis_loo(data, *, warn: bool = True, source: str | None = None):
     """PSIS-LOO (``az.loo``, pointwise) of a DataTree's ``log_likelihood`` group, or of an
     array float[chains, draws, L] (:func:`loo_tree`).
 
@@ -178,14 +179,14 @@ def psis_loo(data, *, warn: bool = True, source: str | None = None, stacklevel: 
     bad = np.asarray(result.pareto_k) > result.good_k
     if warn and bad.any():
         prefix = f"{source}: " if source else ""
-        warnings.warn(
+        warn_user(
             f"{prefix}Pareto k > {result.good_k:.2f} (the threshold for {n_draws} draws, "
             f"min(1 - 1/log10 S, 0.7)) at {int(bad.sum())} of {bad.size} labelled nodes (max "
             f"k {max_pareto_k(result.pareto_k):.2f}): PSIS cannot trust their leave-one-out "
             "predictive, so elpd_loo and model weights lean towards this model. Fix: record "
             "more draws (more iterations or chains; for the mixture's grid, n_checkpoints or "
             "n_chains); if k stays above 0.7, those labels are highly influential: compare by "
-            "K-fold refits instead.", ParetoKWarning, stacklevel=stacklevel)
+            "K-fold refits instead.", ParetoKWarning)
     return result
 
 

@@ -27,8 +27,6 @@ explicit route; the directed ``W`` is kept only for the paper's mean field (Eq. 
 from __future__ import annotations
 
 import dataclasses
-import os
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from graphssl._device import alike
+from graphssl._warnings import warn_user
 from graphssl.graph import Graph
 from graphssl.models.protocol import PairwiseTables, pairwise_energy
 
@@ -208,7 +207,7 @@ def _symmetric(graph: Graph, asymmetric: str) -> tuple[Graph, Graph | None]:
     if asymmetric == "raise":
         raise ValueError(message)
     if asymmetric == "warn":
-        warnings.warn(message, UserWarning, skip_file_prefixes=(os.path.dirname(__file__),))
+        warn_user(message, UserWarning)
     from graphssl.graph import symmetrize
 
     sym = symmetrize(graph, "mean")

@@ -55,7 +55,6 @@ average 0.983 / 0.775, against GraphLearning Poisson 0.981 / 0.760 in the same r
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import jax
@@ -63,6 +62,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphssl._progress import StepTimer
+from graphssl._warnings import warn_user
 from graphssl.graph import knn_graph
 from graphssl.inference.diffusion_mixture.sampler import (
     class_marginals,
@@ -127,7 +127,7 @@ class LeaveOneOut(NamedTuple):
         ll = self.log_likelihood()
         batch = ll.reshape((-1,) + ll.shape[-3:])
         out = [psis_loo(loo_tree(x, nodes=self.nodes, labels=self.labels), warn=warn,
-                        source=source, stacklevel=3) for x in batch]
+                        source=source) for x in batch]
         return out[0] if ll.ndim == 3 else out
 
     def log_cpo(self) -> np.ndarray:
@@ -361,13 +361,13 @@ def _psis_scores(loo: LeaveOneOut, scores, warn: bool):
     high = [(s, n) for s, n in high if n]
     if warn and high:
         worst = ", ".join(f"(k={s.k}, tau={s.tau:g}): {n}" for s, n in high[:5])
-        warnings.warn(
+        warn_user(
             f"fit_grid: Pareto k > {psis[0].good_k:.2f} (the threshold for "
             f"{loo.log_probs.shape[-3]} draws) at labelled nodes of {len(high)} of "
             f"{len(scores)} settings [{worst}{', ...' if len(high) > 5 else ''}]: their "
             "PSIS-LOO is unreliable and leans towards them. Fix: more draws (n_checkpoints "
             "or n_chains), or average the grid (GridFit.average) rather than choose.",
-            ParetoKWarning, stacklevel=3)
+            ParetoKWarning)
     return psis, scores
 
 

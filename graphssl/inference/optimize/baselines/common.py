@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from graphssl._warnings import warn_user
 from graphssl.validation import UnreachedNodesWarning  # defined there, shared by every layer
 
 
@@ -98,13 +98,12 @@ def _unreached_mask(W: sp.csr_matrix, labelled_index: np.ndarray, method: str) -
     reached[comp[labelled_index]] = True
     mask = ~reached[comp]
     if mask.any():
-        warnings.warn(
+        warn_user(
             f"{method}: {int(mask.sum())} of {W.shape[0]} nodes lie in "
             f"{int((~reached).sum())} connected component(s) with no labelled node; no label "
             "can reach them, so they get the uniform class distribution 1/C. Label a node in "
             "each component or build a more connected graph (larger k).",
-            UnreachedNodesWarning,
-            stacklevel=3,
+            UnreachedNodesWarning
         )
     return mask
 

@@ -34,7 +34,6 @@ Memory on the device: X, one block of scores and O(n k C) for the graph and the 
 
 from __future__ import annotations
 
-import warnings
 from functools import partial
 from typing import NamedTuple
 
@@ -42,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from graphssl._warnings import warn_user
 from graphssl.inference.optimize.baselines.common import UnreachedNodesWarning
 from graphssl.inference.optimize.baselines.solvers import default_maxiter, jax_pcg
 from graphssl.neighbors import exact_knn_traced, query_blocks
@@ -163,9 +163,9 @@ def _run(name, X, labels, *, k, sigma, n_classes, normalize_graph, tol, maxiter,
         raise ValueError("X: every point's k-th neighbour is at distance 0 (duplicate "
                          "points); remove duplicates or increase k")
     if unreached:
-        warnings.warn(f"{name}: {int(unreached)} unlabelled nodes lie in components without a "
+        warn_user(f"{name}: {int(unreached)} unlabelled nodes lie in components without a "
                       "label; they get the uniform distribution (label a point in each "
-                      "component or increase k)", UnreachedNodesWarning, stacklevel=3)
+                      "component or increase k)", UnreachedNodesWarning)
     return DeviceSolve(np.asarray(F, np.float64), np.asarray(pred), int(it), res,
                        int(unreached), used_sigma)
 
