@@ -314,6 +314,49 @@ def test_gamma_for_noise_and_folds():
     np.testing.assert_array_equal(folds[labels < 0], -1)
 
 
+def test_a_singleton_class_label_is_never_held_out():
+    # class 2 has one label: held out, no node would carry class 2 and its (CV) term could
+    # only favour couplings that carry nothing; it stays observed in every fold, unscored
+    labels = np.array([0, 0, 0, 1, 1, -1, 1, 0, -1, 2])
+    folds = bs.cross_validation_folds(labels, 5)
+    assert folds[9] == -1 and folds.max() == 2  # K cut to the smallest other class (3)
+    for c in (0, 1):
+        assert set(folds[labels == c]) == {0, 1, 2}
+    np.testing.assert_array_equal(bs.cross_validation_folds(np.array([0, -1, 1, 2]), 5), -1)
+
+
+def test_every_class_a_singleton_takes_the_priors_coupling():
+    X = np.array([[0.0, 0.0], [0.3, 0.0], [0.6, 0.1], [2.0, 0.0], [2.3, 0.1], [2.6, 0.0]])
+    labels = np.array([0, -1, -1, 1, -1, -1])
+    geo = pair_geometry(X)
+    template = bl.BoltzmannProblem(geo, labels, 2, "basic").template()
+    result = bs.select_coupling(geo, template, jax.random.key(0), gamma=bs.gamma_for_noise(
+        0.01, 2), clamp=True, settings=SETTINGS)
+    assert result.terms.shape[-1] == 0 and np.all(np.isnan(result.cv))
+    assert not result.carries_labels
+    # the whole path is searched (no (CV) to stop it), and the prior's mode is taken
+    evaluated = ~np.isnan(result.strength)
+    assert evaluated[0].sum() > SETTINGS.patience + 1
+    log_prior = -0.5 * ((np.array(SETTINGS.log_scale_offsets)[:, None]) ** 2
+                        + (np.array(SETTINGS.alpha0)[None, :] / 3.0) ** 2)
+    o, g = bs.prior_choice(log_prior, result.strength, result.ordered)
+    assert (result.log_scale_offset, result.alpha0) == (SETTINGS.log_scale_offsets[o],
+                                                         SETTINGS.alpha0[g])
+    # short of the ordered phase (here alpha_0 = 0 at the mode's length scale sweeps one
+    # class over this 6-node graph), and no such point has a higher prior density
+    unordered = evaluated & ~result.ordered
+    assert unordered[o, g] and log_prior[o, g] == log_prior[unordered].max()
+
+
+def test_estimator_says_when_every_class_has_a_single_label(moons):
+    X, y, _ = moons
+    one_each = np.full(60, -1)
+    one_each[[np.flatnonzero(y == c)[0] for c in (0, 1)]] = (0, 1)
+    clf, messages = _small_fit(X, one_each)
+    assert clf.grid_.terms.shape[-1] == 0
+    assert any("every class has a single label" in m for m in messages)
+
+
 def _tiny_model(hard):
     X = np.array([[0.0, 0.0], [0.3, 0.0], [0.6, 0.1], [2.0, 0.0], [2.3, 0.1], [2.6, 0.0]])
     labels = np.array([0, -1, -1, 1, -1, -1])

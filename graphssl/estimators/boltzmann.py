@@ -496,6 +496,16 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         C = marginals.shape[1]
         unlabelled = np.asarray(labels) < 0
         flat = float(np.mean(marginals[unlabelled].max(axis=1) < 1.0 / C + 0.1))
+        if self.grid_.terms.shape[-1] == 0:
+            warn_user(
+                f"{type(self).__name__}: every class has a single label, so none can be held "
+                "out with its class kept and the labels cannot choose the coupling; it is the "
+                f"prior's mode short of the ordered phase (alpha_0 = "
+                f"{float(self.grid_.alpha0):.3g}), and "
+                f"{100 * flat:.0f} % of the unlabelled nodes have a largest marginal within "
+                "0.1 of uniform. Two labels of some class let the labels choose it",
+                UserWarning)
+            return
         best = float(np.nanmax(self.grid_.cv))
         warn_user(
             f"{type(self).__name__}: no coupling of the grid predicts the held-out labelled "

@@ -88,6 +88,7 @@ __all__ = [
     "POSTERIOR_DRAWS",
     "select_coupling",
     "choose_grid_point",
+    "prior_choice",
 ]
 
 
@@ -175,7 +176,9 @@ class GridResult(NamedTuple):
     (:func:`~graphssl.inference.ordered_phase.plausible_share_limits`);
     ``carries_labels``: whether the chosen point's (CV) exceeds chance's ``log(1/C)`` by
     more than one standard error (False: no grid point did, the best one was taken, and
-    the labels do not tell a coupling that carries them from none);
+    the labels do not tell a coupling that carries them from none; also False when no
+    labelled point was scored: ``terms`` then has no column, ``cv`` is NaN and the point is
+    the prior's, :func:`prior_choice`);
     ``averaged``: ``bool[offsets, grid]``, the points whose posteriors
     :func:`averaged_grid_posterior` averages (:func:`averaged_points`);
     ``averaged_theta``: their :class:`ExtendedParams`, and ``averaged_starts``:
@@ -252,14 +255,28 @@ def gamma_for_noise(noise: float, n_classes: int) -> float:
 
 def cross_validation_folds(labels, n_folds: int, seed: int = 0) -> np.ndarray:
     """``int[n]``: fold ``0..K-1`` of each labelled point (stratified: each class's points
-    shuffled with ``seed`` and dealt in turn), ``-1`` for unlabelled ones; ``K`` is cut to
-    the smallest class count (at least 2); the dealing is
-    :func:`~graphssl.inference.optimize.logistic.stratified_folds`'s."""
+    shuffled with ``seed`` and dealt in turn), ``-1`` for unlabelled ones and for the label
+    of a class that has only one (a singleton class); ``K`` is cut to the smallest count of
+    the other classes (at least 2); the dealing is
+    :func:`~graphssl.inference.optimize.logistic.stratified_folds`'s.
+
+    A singleton class's label is never held out: without it no node carries that class,
+    the model cannot predict it at any coupling, and its (CV) term would only favour the
+    weakest couplings (those that carry no label anywhere). It stays observed in every
+    fold and is not scored; when every class is a singleton no labelled point is scored
+    (:func:`select_coupling` then takes the prior's choice). Measured against holding it
+    out (the estimator's defaults, ad hoc, 2026-11-29, paired): wine with 6 random labels
+    (8 draws, 6 with a singleton) 69.2 -> 73.9 (split 5 45.9 -> 65.7, split 3 71.5 ->
+    67.4); digits with 20 random labels (8 draws) 68.7 -> 67.6; COIL (6 classes, its 12
+    shipped 10-label splits) 33.9 -> 33.2; USPS-10 split 4 (9 : 1) 73.9 -> 78.7; over
+    these 29 fits +0.9 a fit. Before, ``K`` was cut to the smallest class count, a
+    singleton included (at least 2)."""
     labels = np.asarray(labels)
-    counts = np.bincount(labels[labels >= 0])
-    counts = counts[counts > 0]
-    k = int(max(2, min(n_folds, counts.min() if counts.size else 2)))
-    return stratified_folds(labels, k, seed)
+    counts = np.bincount(labels[labels >= 0]) if np.any(labels >= 0) else np.zeros(0, int)
+    scored = np.where(np.isin(labels, np.flatnonzero(counts >= 2)), labels, -1)
+    held = counts[counts >= 2]
+    k = int(max(2, min(n_folds, held.min() if held.size else 2)))
+    return stratified_folds(scored, k, seed)
 
 
 # --------------------------------------------------------------------------- the engine
@@ -395,7 +412,7 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
         raise ValueError("labels: the coupling is chosen on held-out labelled points; give at "
                          "least 2 labelled points")
     folds = cross_validation_folds(labels_all, settings.n_folds, seed)
-    rows = np.flatnonzero(observed)
+    rows = np.flatnonzero(observed & (folds >= 0))  # the labels (CV) scores
     folds_model = _fold_templates(template, folds, hard)
     fold_masks = folds_model.observed if hard else folds_model.noisy_observed  # [F, n]
     labels_start = jnp.asarray(np.maximum(labels_all, 0), jnp.int32)
@@ -438,6 +455,8 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
             class_shares[oi, gi] = np.asarray(share, dtype=np.float64)
             ordered[oi, gi] = bool(np.any(class_shares[oi, gi] > share_limits))
             starts[oi, gi] = np.asarray(labels)[0]
+            if rows.size == 0:  # nothing to score: the path runs until the model degenerates
+                continue
             mean = float(terms[oi, gi].mean())
             if mean > path_best + settings.tol:
                 path_best, stale = mean, 0
@@ -446,15 +465,19 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
                 if stale >= settings.patience:
                     break
     timer.close()
-    if np.all(np.isnan(terms)):
+    if np.all(np.isnan(strength)):  # set wherever the model had not degenerated
         raise RuntimeError(
             "select_coupling: the model degenerated (a class merge lowered the energy) at every "
             f"grid point; start the grid at weaker couplings (settings.alpha0[0] = {grid[0]})")
     log_prior = -0.5 * ((np.asarray(offsets)[:, None] / settings.scale_prior_std) ** 2
                         + (grid[None, :] / settings.alpha0_prior_std) ** 2)
-    oi, gi = choose_grid_point(terms, log_prior, strength, n_classes=C, choice=settings.choice,
-                               ordered=ordered)
-    cv = terms.mean(axis=-1)  # NaN where the path stopped before
+    if rows.size:
+        oi, gi = choose_grid_point(terms, log_prior, strength, n_classes=C,
+                                   choice=settings.choice, ordered=ordered)
+        cv = terms.mean(axis=-1)  # NaN where the path stopped before
+    else:
+        oi, gi = prior_choice(log_prior, strength, ordered)
+        cv = np.full(strength.shape, np.nan)
     start = starts[oi, gi]
     dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
 
@@ -499,6 +522,19 @@ def choose_grid_point(terms: np.ndarray, log_prior: np.ndarray, strength: np.nda
                                       ordered=ordered)
 
 
+def prior_choice(log_prior: np.ndarray, strength: np.ndarray,
+                 ordered: np.ndarray) -> tuple[int, int]:
+    """``(offset index, grid index)`` of highest prior density among the evaluated points
+    (``strength`` not NaN) whose chains are not ``ordered`` (ties: weaker coupling); among
+    all evaluated points when every one is. The choice when no labelled point can be
+    scored (every class has a single label: :func:`cross_validation_folds`)."""
+    evaluated = ~np.isnan(strength)
+    order = np.lexsort((np.where(evaluated, strength, np.inf).ravel(),
+                        np.where(evaluated, -log_prior, np.inf).ravel(),
+                        np.where(evaluated, ordered, True).ravel()))
+    return tuple(int(i) for i in np.unravel_index(order[0], strength.shape))
+
+
 def _one_standard_error_choice(terms: np.ndarray, log_prior: np.ndarray,
                                strength: np.ndarray, chance: float | None = None,
                                ordered: np.ndarray | None = None) -> tuple[int, int]:
@@ -538,6 +574,8 @@ def _carries_labels(terms: np.ndarray, n_classes: int) -> np.ndarray:
     """``bool[offsets, grid]``: the evaluated points whose per-point (CV) ``terms [offsets,
     grid, l]`` exceed chance's ``log(1/C)`` by more than one standard error (:func:`_se`:
     0 for a single labelled point)."""
+    if terms.shape[-1] == 0:  # no labelled point was scored
+        return np.zeros(terms.shape[:-1], dtype=bool)
     evaluated = ~np.isnan(terms).any(axis=-1)
     above = np.where(evaluated[..., None], terms, 0.0) + math.log(n_classes)
     se = np.zeros(evaluated.shape)
