@@ -54,6 +54,8 @@ def test_boltzmann_map_at_or_below_mean_and_draws(blobs):
 
     X, _, labels = blobs
     X, labels = X[::2], labels[::2]  # 30 points: compile time dominates
+    # one label a class: the coupling is the prior's, the marginals are flat and the
+    # class-mass decision moves labels; the MAP search must score the labelling reported
     clf = BoltzmannMRFClassifier(method="swendsen_wang", n_restarts=1, max_iter=2,
                                  n_chains=2, n_samples=40, burn_in=10)
     clf.fit(X, labels)

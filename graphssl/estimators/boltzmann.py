@@ -385,10 +385,24 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         problem = bl.BoltzmannProblem(geometry, np.asarray(labels), C, self.model)
         key = jax.random.key(self._seed())
         k_fit, k_post = jax.random.split(key)
+        labels = np.asarray(labels)
+        # HF's rule: the labelled counts (add-one smoothed), or the feature model's class
+        # proportions
+        proportions = None if prior is None else prior.probs[labels < 0].mean(axis=0)
+
+        def decided(marginals):  # the reported labelling's distributions (transduction_)
+            return self._class_mass_decision(np.asarray(marginals)[:, :n_classes], graph,
+                                             labels, proportions)
+
+        def shown(marginals):  # the MAP search's posterior-mean candidate: that labelling
+            return decided(marginals).argmax(1)
+
         if learning == "grid":
-            post = self._fit_grid(problem, labels, prior, k_fit, k_post, method)
+            post = self._fit_grid(problem, labels, prior, k_fit, k_post, method, shown)
         else:
-            post = self._fit_likelihood(problem, k_fit, k_post, method)
+            post = self._fit_likelihood(problem, k_fit, k_post, method, shown)
+        marginals = np.asarray(post.marginals)[:, :n_classes]
+        distributions = decided(marginals)
         self.suspected_label_errors_ = post.suspected_errors
         self._map_encoded = np.asarray(post.map_labels)  # map_labels_ set by the base
         self.map_search_ = post.map_search
@@ -396,8 +410,8 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         if post.map_search is not None:  # why MAP and posterior mean differ, if they do
             from graphssl.inference.optimize.map_search import map_report
 
-            self.map_report_ = map_report(post.map_labels, post.posterior_mean_labels,
-                                          post.map_search, free=np.asarray(labels) < 0)
+            self.map_report_ = map_report(post.map_labels, distributions.argmax(1),
+                                          post.map_search, free=labels < 0)
         self._report_ordered_phase(post.posterior_mean_labels, labels, n_classes)
         if learning == "grid":
             self._report_uncarried_labels(np.asarray(post.marginals)[:, :n_classes], labels)
@@ -412,16 +426,10 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
                 self.log_length_scales_ = np.full(self.X_fit_.shape[1],
                                                   float(self.log_length_scales_[0]))
             self.length_scales_ = np.sqrt(np.exp(self.log_length_scales_) / 2.0)
-        marginals = np.asarray(post.marginals)[:, :n_classes]
         self.posterior_mean_ = marginals
-        # HF's rule: the labelled counts (add-one smoothed), or the feature model's class
-        # proportions
-        labels = np.asarray(labels)
-        proportions = None if prior is None else prior.probs[labels < 0].mean(axis=0)
-        decided = self._class_mass_decision(marginals, graph, labels, proportions)
         if post.samples is not None:  # R-hat / ESS of the final posterior's chains
             self._check_chains(post, graph, labels, n_classes)
-        return decided
+        return distributions
 
     def _check_chains(self, post, graph, labels, n_classes) -> None:
         """``convergence_`` of the final posterior's chains (a warning when they fail), with
@@ -517,7 +525,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             "estimator that needs no coupling from them (HarmonicFunctionClassifier, "
             "PottsClassifier), avoid it", UserWarning)
 
-    def _fit_grid(self, problem, labels, prior, k_fit, k_post, method):
+    def _fit_grid(self, problem, labels, prior, k_fit, k_post, method, decision=None):
         """The grid route (class docstring); sets ``theta_`` and ``grid_``."""
         C = problem.n_classes
         clamp = self.model == "basic"
@@ -550,12 +558,13 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         if settings.average:
             return bs.averaged_grid_posterior(template, problem.geometry, result, labels,
                                               k_post, hard=clamp, method=method,
-                                              chains=self._chains())
+                                              chains=self._chains(), decision=decision)
         model = bs.grid_model(template, problem.geometry, result.theta, clamp)
         chains = self._chains()
         return bs.grid_posterior(model, labels, k_post, method=method, chains=chains,
                                  init_labels=result.start_labels,
-                                 progress=self._posterior_progress(searched, result, chains))
+                                 progress=self._posterior_progress(searched, result, chains),
+                                 decision=decision)
 
     def _posterior_progress(self, searched: float, result, chains) -> bool:
         """Whether the posterior's chains show a bar: ``progress=True``, or ``"auto"`` when
@@ -580,7 +589,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         sys.stderr.flush()
         return True
 
-    def _fit_likelihood(self, problem, k_fit, k_post, method):
+    def _fit_likelihood(self, problem, k_fit, k_post, method, decision=None):
         """The paper's route: random restarts of the hill climbing (Sec. 3.1, 5.2)."""
         theta, info, trials = bl.random_restarts(
             problem, k_fit, int(self.n_restarts), method=method, prior=self._prior(problem),
@@ -591,7 +600,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.log_likelihood_ = float(info["log_likelihood"])
         self.n_iter_ = int(info["iterations"])
         kwargs = {} if method == "enumeration" else {"key": k_post, "chains": self._chains()}
-        return bl.posterior(problem, theta, method=method, **kwargs)
+        return bl.posterior(problem, theta, method=method, decision=decision, **kwargs)
 
 
 def _neighbours(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

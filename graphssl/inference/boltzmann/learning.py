@@ -133,9 +133,13 @@ def posterior(
     method="enumeration",
     key=None,
     chains: ChainSettings | None = None,
+    decision=None,
 ) -> BoltzmannPosterior:
     """Label posterior of the clamped phase (G for the extended model) at ``theta``.
-    ``key``: PRNG key of the chains (required unless ``method="enumeration"``)."""
+    ``key``: PRNG key of the chains (required unless ``method="enumeration"``);
+    ``decision``: the labelling reported as the posterior mean, from the marginals (as
+    :func:`~graphssl.inference.boltzmann.selection.grid_posterior`'s), the MAP search's
+    posterior-mean candidate (None: the argmax)."""
     template = problem.template()
     clamped, _, _ = _models_jit(template, problem.geometry, theta)
     samples = None
@@ -163,7 +167,8 @@ def posterior(
     if samples is not None:  # the lowest energy found, not merely the best draw
         from graphssl.inference.optimize.map_search import map_search
 
-        mode, search = map_search(clamped, samples=samples, posterior_mean=mean_labels)
+        shown = mean_labels if decision is None else np.asarray(decision(marg), np.int64)
+        mode, search = map_search(clamped, samples=samples, posterior_mean=shown)
     p_obs = np.full(len(labels), np.nan)
     p_obs[obs] = marg[obs, labels[obs]]
     wrong = np.flatnonzero(obs & (mean_labels != labels))

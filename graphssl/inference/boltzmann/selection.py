@@ -617,7 +617,7 @@ def grid_model(template: BoltzmannMRF, geometry: PairGeometry, theta: ExtendedPa
 
 def grid_posterior(model: BoltzmannMRF, labels, key, *, method: str = "swendsen_wang",
                    chains=None, init_labels=None, averaged_with=(), own_weight=1.0,
-                   progress: bool = False):
+                   progress: bool = False, decision=None):
     """Label posterior of the clamped-phase ``model`` by chains of ``method`` (started from
     ``init_labels [chains, n]`` when given: then ``chains.persistent_burn_in`` sweeps are
     discarded), marginals Rao-Blackwellised (:func:`~graphssl.inference.mcmc.chains.
@@ -629,7 +629,11 @@ def grid_posterior(model: BoltzmannMRF, labels, key, *, method: str = "swendsen_
     ``averaged_with``: ``(weight, marginals float[n, C])`` of other grid points, averaged
     with these chains' own marginals (weight ``own_weight``) into the result's marginals
     (:func:`averaged_grid_posterior`); the chains then still give the MAP search and the
-    diagnostics. ``progress``: a bar over the chains' sweeps (the same draws)."""
+    diagnostics. ``progress``: a bar over the chains' sweeps (the same draws).
+    ``decision``: ``marginals float[n, C] -> int[n]``, the labelling reported as the
+    posterior mean (an estimator's class-mass rule); the MAP search starts from it and
+    scores it, so that the MAP's energy is at or below that labelling's (None: the
+    marginals' argmax)."""
     from graphssl.inference.boltzmann.learning import BoltzmannPosterior
     from graphssl.inference.optimize.map_search import map_search
 
@@ -640,7 +644,8 @@ def grid_posterior(model: BoltzmannMRF, labels, key, *, method: str = "swendsen_
     labels = np.asarray(labels)
     observed = labels >= 0
     mean_labels = marginals.argmax(1)
-    mode, search = map_search(model, samples=samples, posterior_mean=mean_labels)
+    shown = mean_labels if decision is None else np.asarray(decision(marginals), np.int64)
+    mode, search = map_search(model, samples=samples, posterior_mean=shown)
     p_observed = np.full(labels.shape, np.nan)
     p_observed[observed] = marginals[observed, labels[observed]]
     wrong = np.flatnonzero(observed & (mean_labels != labels))
@@ -721,7 +726,7 @@ def draws_per_point(n_samples: int, n_points: int) -> int:
 
 def averaged_grid_posterior(template: BoltzmannMRF, geometry: PairGeometry,
                             result: GridResult, labels, key, *, hard: bool,
-                            method: str = "swendsen_wang", chains=None):
+                            method: str = "swendsen_wang", chains=None, decision=None):
     """The label posterior averaged over the grid points ``result.averaged`` with the
     weights ``result.averaged_weights`` (:func:`averaged_points`, :func:`averaged_weights`).
     Each point other than the chosen one is
@@ -731,7 +736,8 @@ def averaged_grid_posterior(template: BoltzmannMRF, geometry: PairGeometry,
     draws more; the chosen point keeps its ``n_samples`` and gives the MAP search and the
     diagnostics (:func:`grid_posterior`, its marginals in the average only where it is one
     of the points), drawn with ``key`` itself, so that with the chosen point alone the
-    result is :func:`grid_posterior`'s; the others' keys are ``fold_in(key, index + 1)``."""
+    result is :func:`grid_posterior`'s; the others' keys are ``fold_in(key, index + 1)``.
+    ``decision``: as :func:`grid_posterior`'s, on the averaged marginals."""
     chains = _posterior_chains(chains)
     n_points = len(result.averaged_theta)
     share = dataclasses.replace(chains, n_samples=draws_per_point(chains.n_samples, n_points))
@@ -747,4 +753,5 @@ def averaged_grid_posterior(template: BoltzmannMRF, geometry: PairGeometry,
     own = result.averaged_chosen
     return grid_posterior(chosen_model, labels, key, method=method, chains=chains,
                           init_labels=result.start_labels, averaged_with=others,
-                          own_weight=result.averaged_weights[own] if own >= 0 else 0.0)
+                          own_weight=result.averaged_weights[own] if own >= 0 else 0.0,
+                          decision=decision)
