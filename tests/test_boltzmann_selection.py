@@ -233,31 +233,6 @@ def test_local_widths_scale_the_model_pairs(moons, zero_noise_fit):
         locally_scaled(geo, np.zeros(geo.n_nodes))
 
 
-def test_degree_normalized_couplings_are_the_symmetric_normalisation(moons):
-    """``A_ij = e^alpha_0 k_ij k_bar / sqrt(k_i k_j)`` with Eq. (39)'s kernel ``k``, its
-    degrees ``k_i`` and their mean; finite where every kernel value underflows."""
-    from graphssl.models.boltzmann import degree_normalized
-
-    X = np.random.default_rng(0).normal(size=(30, 3))
-    geo = pair_geometry(X, 5)
-    scales = jnp.full(3, 0.5)
-    kernel = np.asarray(length_scale_couplings(geo, 0.0, scales), np.float64)
-    s, r = np.asarray(geo.senders), np.asarray(geo.receivers)
-    degree = np.bincount(s, kernel, 30)
-    expected = np.exp(0.7) * kernel * degree.mean() / np.sqrt(degree[s] * degree[r])
-    normalized = degree_normalized(geo)
-    np.testing.assert_allclose(length_scale_couplings(normalized, 0.7, scales), expected,
-                               rtol=1e-5)
-    assert not geo.degree_normalized  # the raw pairs are unchanged
-    tiny = np.asarray(length_scale_couplings(normalized, 0.0, jnp.full(3, -80.0)))
-    assert np.all(np.isfinite(tiny))
-    with pytest.raises(ValueError, match="normalize"):
-        BoltzmannMRFClassifier(normalize="row").fit(X, np.r_[0, 1, np.full(28, -1)])
-    X, y, labels = moons  # the estimator's option carries it into the model's pairs
-    clf, _ = _small_fit(X, labels, normalize="symmetric")
-    assert clf.pair_geometry_.degree_normalized and np.mean(clf.transduction_ == y) > 0.8
-
-
 def test_an_ordered_posterior_is_reported(moons, zero_noise_fit, monkeypatch):
     """A posterior that sweeps one class over the unlabelled nodes, beyond what the labelled
     counts make plausible, is named (``collapsed_classes_``) and warned about; the balanced

@@ -22,7 +22,6 @@ from graphssl.inference.boltzmann import selection as bs
 from graphssl.inference.boltzmann.expectations import _kernel as chain_kernel
 from graphssl.models.boltzmann import (
     PairGeometry,
-    degree_normalized,
     knn_pairs,
     locally_scaled,
     pair_geometry,
@@ -241,7 +240,6 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         sigma="local",
         progress="auto",
         class_mass_normalize="auto",
-        normalize=None,
     ):
         super().__init__(k=k, symmetrize=symmetrize, weight=weight, sigma=sigma)
         self.model = model
@@ -262,7 +260,6 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.random_state = random_state
         self.progress = progress
         self.class_mass_normalize = class_mass_normalize
-        self.normalize = normalize
 
     # ------------------------------------------------------------------ checks
     def _check(self, n: int, n_classes: int) -> tuple[str, str, str]:
@@ -279,9 +276,6 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
                 raise ValueError(f"{name}: must be a positive integer")
         check_progress(self.progress)
         check_class_mass_rule(self.class_mass_normalize)
-        if self.normalize not in (None, "symmetric"):
-            raise ValueError(f"normalize: got {self.normalize!r}; use None (Eq. 39's "
-                             "couplings) or 'symmetric' (degree-normalised)")
         self._grid_settings()  # checked before any work
         method = self.method
         if method == "auto":
@@ -384,8 +378,6 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         method, pairs, learning = self._check(n, C)
         prior = self._fit_feature_prior(labels, n_classes)
         geometry = self._geometry(graph, pairs, labels, per_feature=learning != "grid")
-        if self.normalize == "symmetric":
-            geometry = degree_normalized(geometry)
         self.pair_geometry_ = geometry
         self._pair_graph = Graph(geometry.senders, geometry.receivers,
                                  jnp.ones(geometry.senders.shape[0]), n)

@@ -63,7 +63,6 @@ __all__ = [
     "knn_pairs",
     "length_scale_couplings",
     "locally_scaled",
-    "degree_normalized",
     "log_evidence_normaliser",
     "log_likelihood_from_partitions",
     "pair_geometry",
@@ -79,16 +78,13 @@ class PairGeometry:
     """Pairs (both directions) and their per-dimension squared differences.
 
     ``sq_diff[e, d] = (x_{senders[e]}^d - x_{receivers[e]}^d)^2``; the couplings of
-    Eq. (2) and Eq. (39) are functions of this array only. ``degree_normalized``: Eq. (39)'s
-    kernel values are divided by ``sqrt(k_i k_j)`` and multiplied by their mean ``k_bar``
-    (:func:`length_scale_couplings`; :func:`degree_normalized`).
+    Eq. (2) and Eq. (39) are functions of this array only.
     """
 
     senders: jax.Array
     receivers: jax.Array
     sq_diff: jax.Array
     n_nodes: int = dataclasses.field(metadata=dict(static=True))
-    degree_normalized: bool = dataclasses.field(default=False, metadata=dict(static=True))
 
     @property
     def sq_dist(self) -> jax.Array:
@@ -213,18 +209,6 @@ def locally_scaled(geometry: PairGeometry, widths) -> PairGeometry:
     return dataclasses.replace(geometry, sq_diff=jnp.asarray(sq_diff, geometry.sq_diff.dtype))
 
 
-def degree_normalized(geometry: PairGeometry) -> PairGeometry:
-    """The pairs with couplings ``A_ij = e^{alpha_0} k_ij k_bar / sqrt(k_i k_j)``, where
-    ``k_ij = exp(-sum_d (x_i^d - x_j^d)^2 / e^{alpha_d})`` is Eq. (39)'s kernel, ``k_i =
-    sum_j k_ij`` a point's degree and ``k_bar`` the mean degree: the symmetric
-    normalisation ``D^{-1/2} K D^{-1/2}`` of the graph Laplacian (Zhou et al. 2004's LGC,
-    ``PottsClassifier(normalize="symmetric")``), scaled so that ``alpha_0`` keeps its
-    meaning at a typical point. Every point's coupling to its neighbours then sums to about
-    ``e^{alpha_0} k_bar``, in a dense region or a sparse one, as a random walk's steps
-    do in the harmonic function."""
-    return dataclasses.replace(geometry, degree_normalized=True)
-
-
 @jax.jit
 def basic_couplings(geometry: PairGeometry, sigma) -> jax.Array:
     """``A_ij = exp(-d_ij^2 / (2 sigma^2))``, Eq. (2) of Zhu & Ghahramani (1 for coinciding
@@ -246,25 +230,7 @@ def length_scale_couplings(geometry: PairGeometry, alpha0, log_length_scales) ->
     eagerly, compiled one by one."""
     inverse = jnp.exp(-jnp.asarray(log_length_scales))
     scaled = jnp.where(geometry.sq_diff > 0, geometry.sq_diff * inverse, 0.0)
-    log_kernel = -jnp.sum(scaled, axis=-1)
-    if geometry.degree_normalized:
-        log_kernel = log_kernel + _log_degree_factor(geometry, log_kernel)
-    return jnp.exp(jnp.minimum(alpha0 + log_kernel, MAX_LOG_COUPLING))
-
-
-def _log_degree_factor(geometry: PairGeometry, log_kernel) -> jax.Array:
-    """``log(k_bar / sqrt(k_i k_j))`` per pair (:func:`degree_normalized`), the degrees by
-    a log-sum-exp over each sender's pairs, so that kernels that underflow at small length
-    scales still give finite factors."""
-    s, r, n = geometry.senders, geometry.receivers, geometry.n_nodes
-    top = jax.ops.segment_max(log_kernel, s, num_segments=n)
-    top = jnp.where(jnp.isfinite(top), top, 0.0)
-    log_degree = top + jnp.log(jax.ops.segment_sum(jnp.exp(log_kernel - top[s]), s,
-                                                    num_segments=n))
-    has_pairs = jax.ops.segment_sum(jnp.ones_like(log_kernel), s, num_segments=n) > 0
-    log_mean = (jax.scipy.special.logsumexp(jnp.where(has_pairs, log_degree, -jnp.inf))
-                - jnp.log(jnp.sum(has_pairs)))
-    return log_mean - 0.5 * (log_degree[s] + log_degree[r])
+    return jnp.exp(jnp.minimum(alpha0 - jnp.sum(scaled, axis=-1), MAX_LOG_COUPLING))
 
 
 # --------------------------------------------------------------------------- parameters
