@@ -414,7 +414,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
                                           post.map_search, free=labels < 0)
         self._report_ordered_phase(post.posterior_mean_labels, labels, n_classes)
         if learning == "grid":
-            self._report_uncarried_labels(np.asarray(post.marginals)[:, :n_classes], labels)
+            self._report_uncarried_labels(marginals, labels)
         self.samples_, self._sampled_model = post.samples, post.model  # None: enumeration
         theta = self.theta_
         if isinstance(theta, bl.BasicParams):

@@ -528,11 +528,18 @@ def prior_choice(log_prior: np.ndarray, strength: np.ndarray,
     (``strength`` not NaN) whose chains are not ``ordered`` (ties: weaker coupling); among
     all evaluated points when every one is. The choice when no labelled point can be
     scored (every class has a single label: :func:`cross_validation_folds`)."""
-    evaluated = ~np.isnan(strength)
-    order = np.lexsort((np.where(evaluated, strength, np.inf).ravel(),
-                        np.where(evaluated, -log_prior, np.inf).ravel(),
-                        np.where(evaluated, ordered, True).ravel()))
+    order = _ranked(~np.isnan(strength), np.asarray(ordered, bool), log_prior, strength)
     return tuple(int(i) for i in np.unravel_index(order[0], strength.shape))
+
+
+def _ranked(evaluated: np.ndarray, flagged: np.ndarray, log_prior: np.ndarray,
+            strength: np.ndarray) -> np.ndarray:
+    """Flat indices of the grid points in the order the choice rules try them: evaluated
+    before not, then not ``flagged`` (ordered phase) first, then highest ``log_prior``,
+    then weakest ``strength``."""
+    return np.lexsort((np.where(evaluated, strength, np.inf).ravel(),
+                       np.where(evaluated, -log_prior, np.inf).ravel(),
+                       np.where(evaluated, flagged, True).ravel()))
 
 
 def _one_standard_error_choice(terms: np.ndarray, log_prior: np.ndarray,
@@ -551,10 +558,7 @@ def _one_standard_error_choice(terms: np.ndarray, log_prior: np.ndarray,
     best = terms[np.unravel_index(np.nanargmax(means), means.shape)]
     evaluated = ~np.isnan(means)
     flagged = np.zeros(means.shape, bool) if ordered is None else np.asarray(ordered, bool)
-    order = np.lexsort((np.where(evaluated, strength, np.inf).ravel(),
-                        np.where(evaluated, -log_prior, np.inf).ravel(),
-                        np.where(evaluated, flagged, True).ravel()))
-    for flat in order:
+    for flat in _ranked(evaluated, flagged, log_prior, strength):
         o, g = np.unravel_index(flat, means.shape)
         if not evaluated[o, g]:
             break
