@@ -558,13 +558,13 @@ def _one_standard_error_choice(terms: np.ndarray, log_prior: np.ndarray,
     best = terms[np.unravel_index(np.nanargmax(means), means.shape)]
     evaluated = ~np.isnan(means)
     flagged = np.zeros(means.shape, bool) if ordered is None else np.asarray(ordered, bool)
+    floor = np.ones(means.shape, bool) if chance is None else _above_chance(terms, chance)
     for flat in _ranked(evaluated, flagged, log_prior, strength):
         o, g = np.unravel_index(flat, means.shape)
         if not evaluated[o, g]:
             break
         short = terms[o, g] - best
-        above = None if chance is None else terms[o, g] - chance
-        if short.mean() >= -_se(short) and (above is None or above.mean() > _se(above)):
+        if short.mean() >= -_se(short) and floor[o, g]:
             return int(o), int(g)
     return tuple(int(i) for i in np.unravel_index(np.nanargmax(means), means.shape))
 
@@ -578,10 +578,16 @@ def _carries_labels(terms: np.ndarray, n_classes: int) -> np.ndarray:
     """``bool[offsets, grid]``: the evaluated points whose per-point (CV) ``terms [offsets,
     grid, l]`` exceed chance's ``log(1/C)`` by more than one standard error (:func:`_se`:
     0 for a single labelled point)."""
+    return _above_chance(terms, -math.log(n_classes))
+
+
+def _above_chance(terms: np.ndarray, chance: float) -> np.ndarray:
+    """``bool[offsets, grid]``: the evaluated points whose per-point ``terms`` exceed
+    ``chance`` by more than one standard error of their mean (:func:`_carries_labels`)."""
     if terms.shape[-1] == 0:  # no labelled point was scored
         return np.zeros(terms.shape[:-1], dtype=bool)
     evaluated = ~np.isnan(terms).any(axis=-1)
-    above = np.where(evaluated[..., None], terms, 0.0) + math.log(n_classes)
+    above = np.where(evaluated[..., None], terms, 0.0) - chance
     se = np.zeros(evaluated.shape)
     if terms.shape[-1] > 1:
         se = above.std(axis=-1, ddof=1) / math.sqrt(terms.shape[-1])
