@@ -166,9 +166,11 @@ class GridResult(NamedTuple):
     class merge (:func:`~graphssl.inference.boltzmann.criteria.merge_gain`; negative: the
     model has degenerated there and the path stopped); ``strength``: the mean weighted
     degree ``sum_ij A_ij / n`` of each point;
-    ``folds``: ``int[n]`` fold of each labelled point (-1 elsewhere); ``sigma0``: the data
-    scale; ``n_sweeps``: chain sweeps done (all folds); ``start_labels``: ``int[chains, n]``
-    states of the all-labels fold at the chosen point (a warm start for the posterior);
+    ``folds``: ``int[n]`` fold of each labelled point (-1 elsewhere, and for the label of
+    a class that has only one, never held out: :func:`cross_validation_folds`);
+    ``sigma0``: the data scale; ``n_sweeps``: chain sweeps done (all folds);
+    ``start_labels``: ``int[chains, n]`` states of the all-labels fold at the chosen point
+    (a warm start for the posterior);
     ``class_shares``: ``float[offsets, grid, C]``, each class's mean share of the unobserved
     nodes in the all-labels fold's draws (NaN where the path stopped before);
     ``ordered``: ``bool[offsets, grid]``, True where some class's share exceeds what the
