@@ -135,7 +135,12 @@ class GridSettings(NamedTuple):
     2026-11-29): mean 85.5 -> 85.7; Digit1-10 76.3 -> 81.4 (+5.1 +- 2.4), USPS-100 89.4
     -> 91.3, usps_full 89.3 -> 91.1 (5 splits), digits 95.5 -> 96.5, USPS-10 73.3 ->
     74.2; COIL2-10 61.4 -> 58.6, breast_cancer 94.2 -> 91.8, CiteSeer 68.6 -> 67.2: a
-    trade within the noise, so an option. With equal weights (the first version,
+    trade within the noise, so an option. Re-measured with the later defaults (1500
+    posterior draws, a singleton class's label not held out;
+    ``bench_option_boltzmann_average_draws_{a,b}.json``, the same panel, 2026-11-29):
+    mean 86.0 -> 86.2; Digit1-10 79.2 -> 83.8 (+4.5 +- 2.6, HF's default 83.2), USPS-100
+    +1.5 +- 0.9, usps_full +1.3, digits +0.9; breast_cancer -2.6 +- 1.6, COIL2-10 -2.0 +-
+    1.5, CiteSeer -0.8: the same trade. With equal weights (the first version,
     ``bench_option_boltzmann_average_equal.json``) the mean went 85.5 -> 86.3 (Digit1-10
     82.5, usps_full 93.7, USPS-100 92.6), but the marginals lost their calibration
     (:func:`averaged_weights`).
