@@ -26,6 +26,7 @@ from graphssl.inference.mcmc.kernels import (
 )
 from graphssl.inference.mcmc.moves import permutation_move
 from graphssl.inference.mcmc.swendsen_wang import connected_components, swendsen_wang
+from graphssl.inference.mcmc.tempering import coupling_ladder, replica_exchange
 from graphssl.inference.optimize.icm import ICMInfo, iterated_conditional_modes
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "chromatic_gibbs",
     "compose",
     "connected_components",
+    "coupling_ladder",
     "enumerate_configurations",
     "enumerate_model",
     "exact_expectation",
@@ -50,6 +52,7 @@ __all__ = [
     "rao_blackwell_marginals",
     "metropolis_hastings",
     "permutation_move",
+    "replica_exchange",
     "sample_categorical",
     "sample_chains",
     "sequential_gibbs",

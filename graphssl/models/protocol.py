@@ -60,6 +60,7 @@ __all__ = [
     "ModelWithOwnKernels",
     "pairwise_tables",
     "pairwise_energy",
+    "pair_agreement",
     "pairwise_conditional_logits",
     "conditional_logits_from_tables",
     "bond_list",
@@ -148,10 +149,18 @@ def pairwise_energy(model, labels: jax.Array, tables: PairwiseTables | None = No
     node is off its label. ``tables`` defaults to ``model.pairwise_tables()``."""
     t = pairwise_tables(model) if tables is None else tables
     labels = jnp.asarray(labels)
-    same = labels[t.neighbor_index] == labels[:, None]
-    pair = 0.5 * jnp.sum(jnp.where(same, t.coupling, 0.0))
+    pair = pair_agreement(t, labels)
     unary = jnp.sum(jnp.take_along_axis(t.unary, labels[:, None].astype(jnp.int32), axis=1))
     return jnp.where(_clamp_violation(model, labels), jnp.inf, -(pair + unary))
+
+
+def pair_agreement(tables: PairwiseTables, labels: jax.Array) -> jax.Array:
+    """``A(y) = sum_{i<j} J_ij [y_i = y_j]``, the coupling part of ``-E(y)`` in (P) (each
+    unordered pair is stored twice: half the sum over slots); the statistic that replica
+    exchange over coupling scales reads (:mod:`graphssl.inference.mcmc.tempering`)."""
+    labels = jnp.asarray(labels)
+    same = labels[tables.neighbor_index] == labels[:, None]
+    return 0.5 * jnp.sum(jnp.where(same, tables.coupling, 0.0))
 
 
 def conditional_logits_from_tables(tables: PairwiseTables, labels, nodes) -> jax.Array:

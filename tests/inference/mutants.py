@@ -6,7 +6,11 @@ kernel's code path, so the exactness check (``exactness.py``) must reject it.
 * ``skip_stacked_colour``: the stacked layout's sweep (its real code) without its first row;
 * ``synchronous``: Gibbs updating all nodes at once from the old labels (not chromatic);
 * ``weak_bonds``: Swendsen–Wang bonding with ``1 - exp(-0.97 J)``;
-* ``no_hastings``: Metropolis–Hastings with an asymmetric proposal, Hastings ratio dropped.
+* ``no_hastings``: Metropolis–Hastings with an asymmetric proposal, Hastings ratio dropped;
+* ``field_in_exchange``: replica exchange whose exchange ratio counts the field with the
+  couplings (``(s_{r+1} - s_r) (F(y) - F(y'))``, ``F = A + H``), where only the couplings
+  are tempered (the field cancels);
+* ``always_exchange``: replica exchange that swaps every proposed pair.
 """
 
 from __future__ import annotations
@@ -139,3 +143,57 @@ def shift_move(with_ratio: bool = True) -> Kernel:
 def no_hastings() -> Kernel:
     """:func:`shift_move` without its Hastings ratio."""
     return shift_move(with_ratio=False)
+
+
+def _faulty_exchange(ratio):
+    """:func:`graphssl.inference.mcmc.tempering.exchange` with the log exchange ratio
+    ``ratio(model, tables, ladder, scales)`` (float[R - 1]) in place of the real one."""
+    from graphssl.inference.mcmc import tempering
+
+    def exchange(model, key, ladder, scales, parity):
+        r = jnp.arange(ladder.shape[0] - 1)
+        lower = (r % 2) == parity
+        log_ratio = ratio(model, pairwise_tables(model), ladder, scales)
+        swap = lower & (jnp.log(jax.random.uniform(key, r.shape)) < log_ratio)
+        above = jnp.concatenate([swap, jnp.zeros((1,), bool)])
+        below = jnp.concatenate([jnp.zeros((1,), bool), swap])
+        ladder = jnp.where(above[:, None], jnp.roll(ladder, -1, 0),
+                           jnp.where(below[:, None], jnp.roll(ladder, 1, 0), ladder))
+        return ladder, jnp.sum(swap.astype(jnp.int32)), jnp.sum(lower.astype(jnp.int32))
+
+    return tempering, exchange
+
+
+def _tempered_with(ratio, scales) -> Kernel:
+    """The real replica-exchange kernel, its exchange round swapped for a faulty one while
+    its step is traced."""
+    from graphssl.inference.mcmc.tempering import replica_exchange
+
+    module, faulty = _faulty_exchange(ratio)
+    real = replica_exchange(swendsen_wang(), scales)
+
+    def step(model, key, state):
+        saved, module.exchange = module.exchange, faulty
+        try:
+            return real.step(model, key, state)
+        finally:
+            module.exchange = saved
+
+    return Kernel(real.init, step, None, real.check)
+
+
+def field_in_exchange(scales=(0.2, 0.42, 0.68, 1.0)) -> Kernel:
+    """Exchange ratio with the field counted as if it were tempered too."""
+    from graphssl.models.protocol import pairwise_energy
+
+    def ratio(model, tables, ladder, scales):
+        full = jax.vmap(lambda y: -pairwise_energy(model, y, tables))(ladder)  # A + H
+        return (scales[1:] - scales[:-1]) * (full[:-1] - full[1:])
+
+    return _tempered_with(ratio, scales)
+
+
+def always_exchange(scales=(0.2, 0.42, 0.68, 1.0)) -> Kernel:
+    """Every proposed pair swaps."""
+    return _tempered_with(lambda model, tables, ladder, scales: jnp.full(
+        ladder.shape[0] - 1, jnp.inf), scales)

@@ -19,6 +19,7 @@ from graphssl.inference import (
     sequential_gibbs,
     swendsen_wang,
 )
+from graphssl.inference.mcmc.tempering import coupling_ladder, replica_exchange
 from graphssl.models.potts import POTTS_DATA_FIELDS, PottsModel
 
 from . import exactness as E
@@ -41,6 +42,9 @@ KERNELS = {
     "chromatic+perm": lambda g: compose(chromatic_gibbs(g), permutation_move()),
     "sw+perm_barker": lambda g: compose(swendsen_wang(g), permutation_move(rule="barker")),
     "mh_asymmetric_proposal": lambda g: mutants.shift_move(with_ratio=True),
+    "replica_exchange_sw": lambda g: replica_exchange(swendsen_wang(g), coupling_ladder(0.2, 4)),
+    "replica_exchange_gibbs+perm": lambda g: compose(
+        replica_exchange(sequential_gibbs(), [0.0, 0.5, 1.0]), permutation_move()),
 }
 
 

@@ -20,6 +20,8 @@ MUTANTS = {
     "synchronous_updates": lambda g: mutants.synchronous(),
     "sw_bonds_1-exp(-0.97J)": lambda g: mutants.weak_bonds(0.97),
     "mh_without_hastings_ratio": lambda g: mutants.no_hastings(),
+    "exchange_ratio_counts_the_field": lambda g: mutants.field_in_exchange(),
+    "exchange_always_accepted": lambda g: mutants.always_exchange(),
 }
 
 
