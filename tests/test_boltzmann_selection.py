@@ -254,6 +254,43 @@ def test_an_ordered_posterior_is_reported(moons, zero_noise_fit, monkeypatch):
     np.testing.assert_array_equal(clf.collapsed_classes_, [1])
 
 
+def test_metastable_posterior_chains_are_reported(moons, zero_noise_fit, monkeypatch):
+    """Every sampled fit probes its posterior from the one-class states
+    (``metastability_``); on the balanced moons the merged states lie above the
+    posterior's energies. When the probe
+    finds a merged state far below the posterior's draws, a ``MetastableChainsWarning``
+    names it at the caller's line (the verdict is forced here, so that the test does not
+    hinge on a coupling's phase; ``tests/inference/test_metastability.py`` checks the
+    verdict on a model with both macrostates)."""
+    from graphssl.inference.mcmc import metastability
+    from graphssl.inference.mcmc.statistics import ConvergenceWarning
+
+    report = zero_noise_fit.metastability_
+    assert report.probe_energy.shape == (2,) and not report.metastable
+    assert report.gap < 0  # the merged states the probes keep lie above the posterior
+    X, _, labels = moons
+    real = metastability.metastability_report
+
+    def merged(*args, **kwargs):
+        found = real(*args, **kwargs)
+        return found._replace(stays=np.array([False, True]), probe_share=np.array([0.5, 0.97]),
+                              gap=42.0, metastable=True)
+
+    monkeypatch.setattr(metastability, "metastability_report", merged)
+    clf = BoltzmannMRFClassifier(model="basic", grid=SETTINGS, n_chains=2, n_samples=60,
+                                 burn_in=10, progress=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, labels)
+    found = [w for w in caught if issubclass(w.category, metastability.MetastableChainsWarning)]
+    assert len(found) == 1, [str(w.message) for w in caught]
+    assert issubclass(found[0].category, ConvergenceWarning)
+    assert found[0].filename == __file__
+    text = str(found[0].message)
+    assert "class 1 stays merged" in text and "97 %" in text and "42.0 nats" in text
+    assert "replica_exchange" in text and clf.metastability_.metastable
+
+
 def test_labels_that_choose_no_coupling_are_reported(moons, zero_noise_fit):
     """Labels that contradict the geometry (each moon's three labelled points carry both
     classes) predict no held-out label above chance at any coupling: the fit says so, with

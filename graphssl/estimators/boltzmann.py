@@ -31,6 +31,8 @@ from graphssl.validation import check_class_mass_rule
 
 __all__ = ["BoltzmannMRFClassifier", "weights_as_sq_distances"]
 
+PROBE_BURN_IN = 50  # sweeps of each one-class probe chain discarded (metastability_)
+PROBE_DRAWS = 50  # and kept
 AUTO_ENUMERATION_MAX = 2**16  # method="auto": enumeration up to C^n configurations
 PER_FEATURE_MAX = 5_000_000  # per-feature squared differences kept up to pairs x features
 _MODELS = ("extended", "basic")
@@ -211,6 +213,11 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         unlabelled nodes in the posterior-mean labelling than their labelled counts make
         plausible (:func:`~graphssl.inference.ordered_phase.collapsed_classes`): the ordered
         phase, warned about when not empty.
+      metastability_: a :class:`~graphssl.inference.mcmc.metastability.MetastabilityReport`
+        (None under enumeration): one short chain from each one-class state at the
+        posterior's parameters; when one stays merged well below the posterior draws'
+        energies, the posterior's chains (all started near the labels, so R-hat cannot see
+        it) sit in a metastable state, and a ``MetastableChainsWarning`` says so.
       fit_info_, restarts_: the likelihood route's optimiser records.
     """
 
@@ -427,9 +434,50 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
                                                   float(self.log_length_scales_[0]))
             self.length_scales_ = np.sqrt(np.exp(self.log_length_scales_) / 2.0)
         self.posterior_mean_ = marginals
+        self.metastability_ = None
         if post.samples is not None:  # R-hat / ESS of the final posterior's chains
             self._check_chains(post, graph, labels, n_classes)
+            self._probe_metastability(post, labels, jax.random.fold_in(k_post, 1))
         return distributions
+
+    def _probe_metastability(self, post, labels, key) -> None:
+        """``metastability_``: chains from every one-class state at the posterior's
+        parameters (:mod:`graphssl.inference.mcmc.metastability`), ``PROBE_BURN_IN`` sweeps
+        discarded and ``PROBE_DRAWS`` kept; a :class:`~graphssl.inference.mcmc.
+        metastability.MetastableChainsWarning` when one stays merged well below the
+        posterior's energies (the posterior's chains, all started near the labels, agree
+        with one another and pass R-hat)."""
+        from graphssl.inference.boltzmann.expectations import ChainSettings, chain_samples
+        from graphssl.inference.mcmc.metastability import (
+            MetastableChainsWarning,
+            metastability_report,
+            one_class_starts,
+        )
+
+        model = post.model
+        C = int(model.n_classes)
+        settings = ChainSettings(n_chains=C, n_samples=PROBE_DRAWS, burn_in=0,
+                                 persistent_burn_in=PROBE_BURN_IN)
+        probe = chain_samples(model, key, self.method_, settings,
+                              one_class_starts(model.n_nodes, C))
+        report = metastability_report(post.samples.energy, probe.labels, probe.energy,
+                                      labels, C)
+        self.metastability_ = report
+        if not report.metastable:
+            return
+        merged = int(np.argmin(np.where(report.stays, report.probe_energy, np.inf)))
+        warn_user(
+            f"{type(self).__name__}: a chain started with every node in class "
+            f"{self.classes_[merged].tolist()!r} stays merged (one class holds "
+            f"{100 * report.probe_share[merged]:.0f} % of the unlabelled nodes after "
+            f"{PROBE_BURN_IN} sweeps) at a mean energy {report.gap:.1f} nats below the "
+            f"posterior's draws (their spread {report.posterior_spread:.1f}): the model at "
+            "the chosen parameters has a merged state its posterior's chains never visit, "
+            "so the marginals are those of the labels' domains, a metastable state, not of "
+            "the whole posterior (metastability_ holds the probe). A weaker coupling "
+            "(grid=GridSettings(alpha0=...)) stays below the ordering transition; "
+            "graphssl.inference.replica_exchange samples both states",
+            MetastableChainsWarning)
 
     def _check_chains(self, post, graph, labels, n_classes) -> None:
         """``convergence_`` of the final posterior's chains (a warning when they fail), with
