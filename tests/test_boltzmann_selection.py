@@ -274,7 +274,8 @@ def test_metastable_posterior_chains_are_reported(moons, zero_noise_fit, monkeyp
     def merged(*args, **kwargs):
         found = real(*args, **kwargs)
         return found._replace(stays=np.array([False, True]), probe_share=np.array([0.5, 0.97]),
-                              gap=42.0, metastable=True)
+                              probe_energy=np.array([-10.0, -99.0]), gap=42.0,
+                              metastable=True)
 
     monkeypatch.setattr(metastability, "metastability_report", merged)
     clf = BoltzmannMRFClassifier(model="basic", grid=SETTINGS, n_chains=2, n_samples=60,

@@ -215,9 +215,9 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         phase, warned about when not empty.
       metastability_: a :class:`~graphssl.inference.mcmc.metastability.MetastabilityReport`
         (None under enumeration): one short chain from each one-class state at the
-        posterior's parameters; when one stays merged well below the posterior draws'
-        energies, the posterior's chains (all started near the labels, so R-hat cannot see
-        it) sit in a metastable state, and a ``MetastableChainsWarning`` says so.
+        posterior's parameters; when one settles well below the posterior draws' energies,
+        the posterior's chains (all started near the labels, so R-hat may not see it) sit
+        in a metastable state, and a ``MetastableChainsWarning`` says so.
       fit_info_, restarts_: the likelihood route's optimiser records.
     """
 
@@ -444,9 +444,9 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         """``metastability_``: chains from every one-class state at the posterior's
         parameters (:mod:`graphssl.inference.mcmc.metastability`), ``PROBE_BURN_IN`` sweeps
         discarded and ``PROBE_DRAWS`` kept; a :class:`~graphssl.inference.mcmc.
-        metastability.MetastableChainsWarning` when one stays merged well below the
-        posterior's energies (the posterior's chains, all started near the labels, agree
-        with one another and pass R-hat)."""
+        metastability.MetastableChainsWarning` when one settles well below the posterior's
+        energies (the posterior's chains, all started near the labels, may agree with one
+        another and pass R-hat there)."""
         from graphssl.inference.boltzmann.expectations import ChainSettings, chain_samples
         from graphssl.inference.mcmc.metastability import (
             MetastableChainsWarning,
@@ -465,16 +465,17 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.metastability_ = report
         if not report.metastable:
             return
-        merged = int(np.argmin(np.where(report.stays, report.probe_energy, np.inf)))
+        lowest = int(np.argmin(report.probe_energy))
+        kind = "stays merged" if report.stays[lowest] else "settles"
         warn_user(
             f"{type(self).__name__}: a chain started with every node in class "
-            f"{self.classes_[merged].tolist()!r} stays merged (one class holds "
-            f"{100 * report.probe_share[merged]:.0f} % of the unlabelled nodes after "
+            f"{self.classes_[lowest].tolist()!r} {kind} (one class holds "
+            f"{100 * report.probe_share[lowest]:.0f} % of the unlabelled nodes after "
             f"{PROBE_BURN_IN} sweeps) at a mean energy {report.gap:.1f} nats below the "
             f"posterior's draws (their spread {report.posterior_spread:.1f}): the model at "
-            "the chosen parameters has a merged state its posterior's chains never visit, "
-            "so the marginals are those of the labels' domains, a metastable state, not of "
-            "the whole posterior (metastability_ holds the probe). A weaker coupling "
+            "the chosen parameters has states its posterior's chains never visit, so the "
+            "marginals are those of the labels' domains, a metastable state, not of the "
+            "whole posterior (metastability_ holds the probe). A weaker coupling "
             "(grid=GridSettings(alpha0=...)) stays below the ordering transition; "
             "graphssl.inference.replica_exchange samples both states",
             MetastableChainsWarning)

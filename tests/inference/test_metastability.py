@@ -70,4 +70,5 @@ def test_probe_finds_the_merged_state_the_posterior_chains_never_visit():
 
 def test_weak_coupling_lets_the_probe_relax():
     report, _ = _report(beta=0.02)
-    assert not report.stays.any() and not report.metastable and np.isnan(report.gap)
+    assert not report.stays.any() and not report.metastable
+    assert abs(report.gap) < 3 * report.posterior_spread  # the probes relax to the same law

@@ -10,15 +10,18 @@ clusters. Chains that all start from the same state agree with one another, so R
 effective sample size cannot see it.
 
 The probe: one short chain from each one-class state (every node in class ``c``).
-If a probe chain stays merged (its class holds more of the unobserved nodes than the
-labelled counts make plausible: :func:`~graphssl.inference.ordered_phase.
-plausible_share_limits`) at a mean energy well below the posterior's draws (more than
-``3`` standard deviations of their energies, and at least 1 nat), the model's law at these
-parameters has a state the posterior's chains never visit and prefers it energetically,
-and the reported marginals are those of a metastable state. Energy is not free energy; a
-replica-exchange run (:func:`~graphssl.inference.mcmc.tempering.replica_exchange`) samples
-both kinds in proportion. On Digit1-10 (split 2, the Boltzmann MRF at ``alpha_0 = -0.5``)
-the two kinds were 110 nats apart and replica exchange found only the merged one.
+If a probe chain settles at a mean energy well below the posterior's draws (more than ``3``
+standard deviations of their energies, and at least 1 nat), the model's law at these
+parameters has states the posterior's chains never visit and prefers them energetically,
+and the reported marginals are those of a metastable state; the report says whether the
+probe stayed merged (some class holds more of the unobserved nodes than the labelled
+counts make plausible: :func:`~graphssl.inference.ordered_phase.plausible_share_limits`).
+Chains that disagree with one another are R-hat's to report
+(:func:`~graphssl.diagnostics.check_convergence`); the probe covers chains that agree.
+Energy is not free energy; a replica-exchange run
+(:func:`~graphssl.inference.mcmc.tempering.replica_exchange`) samples both kinds in
+proportion. On Digit1-10 (split 2, the Boltzmann MRF at ``alpha_0 = -0.5``) the two kinds
+were 110 nats apart and replica exchange found only the merged one.
 """
 
 from __future__ import annotations
@@ -52,8 +55,9 @@ class MetastabilityReport(NamedTuple):
     class holds more of the unobserved nodes than the labelled counts make plausible);
     ``posterior_energy`` / ``posterior_spread``: the mean and the standard deviation of the
     posterior draws' energies; ``gap``: ``posterior_energy`` minus the lowest mean energy of
-    a probe that stayed merged (NaN if none stayed); ``metastable``: some probe stayed
-    merged more than ``GAP_STANDARD_DEVIATIONS`` spreads (and ``MIN_GAP_NATS``) below."""
+    a probe; ``metastable``: some probe settled more than ``GAP_STANDARD_DEVIATIONS``
+    spreads (and ``MIN_GAP_NATS``) below the posterior's draws, merged or not: a chain that
+    sampled the model's law would visit those energies."""
 
     probe_energy: np.ndarray
     probe_share: np.ndarray
@@ -92,7 +96,6 @@ def metastability_report(posterior_energy, probe_labels, probe_energy, labels,
     energies = np.asarray(probe_energy, dtype=np.float64).mean(axis=1)
     posterior = np.asarray(posterior_energy, dtype=np.float64)
     mean, spread = float(posterior.mean()), float(posterior.std())
-    gap = float(mean - energies[stays].min()) if stays.any() else float("nan")
+    gap = float(mean - energies.min())
     threshold = max(GAP_STANDARD_DEVIATIONS * spread, MIN_GAP_NATS)
-    return MetastabilityReport(energies, share, stays, mean, spread, gap,
-                               bool(stays.any() and gap > threshold))
+    return MetastabilityReport(energies, share, stays, mean, spread, gap, bool(gap > threshold))
