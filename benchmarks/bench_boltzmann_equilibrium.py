@@ -10,8 +10,9 @@ for each length-scale offset of the grid (-1, 0, +1), one replica-exchange chain
 (:func:`graphssl.inference.mcmc.tempering.tempered_step`, Swendsen-Wang sweeps) runs the
 all-labels model at every ``alpha_0`` from ``--low`` to ``--high``, ``--step`` apart, and
 each copy's Rao-Blackwellised marginals give the accuracy of the estimator's decision and
-of the argmax at that coupling. Beside them, in the same run: the harmonic function's
-default (``HarmonicFunctionClassifier()``) on the same data.
+of the argmax at that coupling, and the ordered-phase test of the argmax labelling against
+the labelled counts (``ordered``; label-side only). Beside them, in the same run: the
+harmonic function's default (``HarmonicFunctionClassifier()``) on the same data.
 
 Columns: HF; the default fit (its chains are annealed along the grid, then sampled from the
 state the path reached); the equilibrium accuracy at the default's own point (the model's
@@ -101,6 +102,7 @@ def one_split(data, split: int, args) -> dict:
 
     from graphssl.estimators import BoltzmannMRFClassifier, HarmonicFunctionClassifier
     from graphssl.inference.boltzmann import selection as bs
+    from graphssl.inference.ordered_phase import collapsed_classes
     from graphssl.models.boltzmann import length_scale_couplings
 
     y = np.asarray(data["y"])
@@ -135,6 +137,9 @@ def one_split(data, split: int, args) -> dict:
                          for d in decided],
             "argmax": [float(np.mean(clf.classes_[m[:, :C].argmax(1)][test] == y[test]))
                        for m in marginals],
+            # label-side only: the ordered-phase test on the argmax labelling
+            "ordered": [bool(collapsed_classes(m[:, :C].argmax(1), encoded, C).size)
+                        for m in marginals],
             "exchange_rate": rate}
     record["curves"] = curves
     offset, alpha0 = record["default_point"]
