@@ -467,9 +467,11 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             return
         lowest = int(np.argmin(report.probe_energy))
         kind = "stays merged" if report.stays[lowest] else "settles"
+        named = (repr(self.classes_[lowest].tolist()) if lowest < len(self.classes_)
+                 else "(the model's second class, no label's)")
         warn_user(
             f"{type(self).__name__}: a chain started with every node in class "
-            f"{self.classes_[lowest].tolist()!r} {kind} (one class holds "
+            f"{named} {kind} (one class holds "
             f"{100 * report.probe_share[lowest]:.0f} % of the unlabelled nodes after "
             f"{PROBE_BURN_IN} sweeps) at a mean energy {report.gap:.1f} nats below the "
             f"posterior's draws (their spread {report.posterior_spread:.1f}): the model at "
