@@ -145,39 +145,23 @@ def no_hastings() -> Kernel:
     return shift_move(with_ratio=False)
 
 
-def _faulty_exchange(ratio):
-    """:func:`graphssl.inference.mcmc.tempering.exchange` with the log exchange ratio
-    ``ratio(model, tables, ladder, scales)`` (float[R - 1]) in place of the real one."""
+def _tempered_with(ratio, scales) -> Kernel:
+    """The real replica-exchange kernel with its log exchange ratio
+    (:func:`graphssl.inference.mcmc.tempering.exchange_log_ratio`) replaced by ``ratio(model,
+    tables, ladder, scales)`` while its step is traced."""
     from graphssl.inference.mcmc import tempering
 
-    def exchange(model, key, ladder, scales, parity):
-        r = jnp.arange(ladder.shape[0] - 1)
-        lower = (r % 2) == parity
-        log_ratio = ratio(model, pairwise_tables(model), ladder, scales)
-        swap = lower & (jnp.log(jax.random.uniform(key, r.shape)) < log_ratio)
-        above = jnp.concatenate([swap, jnp.zeros((1,), bool)])
-        below = jnp.concatenate([jnp.zeros((1,), bool), swap])
-        ladder = jnp.where(above[:, None], jnp.roll(ladder, -1, 0),
-                           jnp.where(below[:, None], jnp.roll(ladder, 1, 0), ladder))
-        return ladder, jnp.sum(swap.astype(jnp.int32)), jnp.sum(lower.astype(jnp.int32))
+    real = tempering.replica_exchange(swendsen_wang(), scales)
 
-    return tempering, exchange
-
-
-def _tempered_with(ratio, scales) -> Kernel:
-    """The real replica-exchange kernel, its exchange round swapped for a faulty one while
-    its step is traced."""
-    from graphssl.inference.mcmc.tempering import replica_exchange
-
-    module, faulty = _faulty_exchange(ratio)
-    real = replica_exchange(swendsen_wang(), scales)
+    def faulty(model, ladder, scales):
+        return ratio(model, pairwise_tables(model), ladder, scales)
 
     def step(model, key, state):
-        saved, module.exchange = module.exchange, faulty
+        saved, tempering.exchange_log_ratio = tempering.exchange_log_ratio, faulty
         try:
             return real.step(model, key, state)
         finally:
-            module.exchange = saved
+            tempering.exchange_log_ratio = saved
 
     return Kernel(real.init, step, None, real.check)
 

@@ -39,7 +39,7 @@ from graphssl.inference.mcmc.kernels import Kernel, LabelState, check_model, inf
 from graphssl.models.protocol import pair_agreement, pairwise_energy, pairwise_tables
 
 __all__ = ["CouplingScaled", "ReplicaState", "ReplicaExchangeInfo", "replica_exchange",
-           "coupling_ladder", "tempered_step", "exchange"]
+           "coupling_ladder", "tempered_step", "exchange", "exchange_log_ratio", "swap_pairs"]
 
 
 class ReplicaState(NamedTuple):
@@ -166,13 +166,24 @@ def tempered_step(base: Kernel, model, key, ladder, scales, parity):
 
 def exchange(model, key, ladder, scales, parity):
     """One exchange round: the pairs ``(r, r + 1)`` with ``r % 2 == parity`` each swap their
-    states with probability ``min(1, exp((s_{r+1} - s_r) (A(y_r) - A(y_{r+1}))))``.
-    Returns ``(ladder, accepted, proposed)``."""
+    states with probability ``min(1, exp(exchange_log_ratio))``. Returns ``(ladder,
+    accepted, proposed)``."""
+    return swap_pairs(key, ladder, exchange_log_ratio(model, ladder, scales), parity)
+
+
+def exchange_log_ratio(model, ladder, scales):
+    """``float[R - 1]``: the log acceptance ratio of exchanging copies ``r`` and ``r + 1``,
+    ``(s_{r+1} - s_r) (A(y_r) - A(y_{r+1}))`` (the field cancels)."""
     tables = pairwise_tables(model)
     agreement = jax.vmap(lambda y: pair_agreement(tables, y))(ladder)  # A(y_r), [R]
+    return (scales[1:] - scales[:-1]) * (agreement[:-1] - agreement[1:])
+
+
+def swap_pairs(key, ladder, log_ratio, parity):
+    """Swap the states of the pairs ``(r, r + 1)`` with ``r % 2 == parity`` where a uniform
+    draw's log falls below ``log_ratio[r]``. Returns ``(ladder, accepted, proposed)``."""
     r = jnp.arange(ladder.shape[0] - 1)
     lower = (r % 2) == parity  # pairs (r, r + 1) proposed this round
-    log_ratio = (scales[1:] - scales[:-1]) * (agreement[:-1] - agreement[1:])
     u = jax.random.uniform(key, r.shape)
     swap = lower & (jnp.log(u) < log_ratio)
     # copy r takes r + 1's state where pair (r, r+1) swaps, copy r + 1 takes r's
