@@ -4,8 +4,8 @@ Each check raises ``ValueError`` naming the offending argument and saying how to
 
 Labels (:func:`encode_labels`): any hashable class values (numbers, strings, categories).
 Unlabelled points are marked by ``-1`` (numeric labels; ``NaN`` too for float labels) and by
-``None``, ``""`` or ``NaN`` for labels of any other type (strings, objects, a pandas
-categorical with missing values). :data:`UNLABELLED` is ``-1``.
+``None``, ``""``, ``NaN`` or pandas's ``NA`` for labels of any other type (strings, objects,
+a pandas categorical or nullable column with missing values). :data:`UNLABELLED` is ``-1``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+
+from graphssl._warnings import warn_user
 
 __all__ = [
     "UNLABELLED",
@@ -24,6 +26,7 @@ __all__ = [
     "check_k",
     "check_same_length",
     "encode_labels",
+    "warn_conflicting_duplicates",
     "seed_from_random_state",
 ]
 
@@ -146,13 +149,49 @@ def _unlabelled_mask(y: np.ndarray) -> np.ndarray:
         return y == y.dtype.type("")
 
     def missing(value) -> bool:
-        if value is None or (isinstance(value, str) and value == ""):
+        if value is None or (isinstance(value, str) and value == "") or _is_pandas_missing(value):
             return True
         if isinstance(value, numbers.Real) and not isinstance(value, bool):
             return value == UNLABELLED or value != value
         return False
 
     return np.fromiter((missing(v) for v in y), dtype=bool, count=y.size)
+
+
+def _is_pandas_missing(value) -> bool:
+    """``pd.NA`` / ``pd.NaT`` (checked by type, so pandas is not imported)."""
+    kind = type(value)
+    return kind.__module__.startswith("pandas") and kind.__name__ in ("NAType", "NaTType")
+
+
+def _as_label_array(y) -> np.ndarray:
+    """``y`` as a NumPy array; a pandas extension array (nullable ``Int64``, ``string``,
+    ``boolean``) becomes an object array with ``None`` where it is missing, so that its
+    ``pd.NA`` marks a point unlabelled."""
+    dtype = getattr(y, "dtype", None)
+    if dtype is not None and not isinstance(dtype, np.dtype) and hasattr(y, "to_numpy"):
+        return y.to_numpy(dtype=object, na_value=None)
+    return np.asarray(y)
+
+
+def _narrowed(values: np.ndarray) -> np.ndarray:
+    """An object array whose values are all of one type as that type's NumPy array (the
+    labelled values of a nullable ``Int64`` column come back as integers, not objects)."""
+    if values.dtype != object or values.size == 0 or len({type(v) for v in values}) != 1:
+        return values
+    narrowed = np.asarray(values.tolist())
+    return narrowed if narrowed.dtype != object and narrowed.shape == values.shape else values
+
+
+def _check_not_mixed(labelled: np.ndarray, name: str) -> None:
+    """Strings mixed with other values (``[1, "a"]``) cannot be ordered into classes."""
+    if labelled.dtype != object:
+        return
+    is_text = [isinstance(v, str) for v in labelled]
+    if any(is_text) and not all(is_text):
+        kinds = sorted({type(v).__name__ for v in labelled})
+        raise ValueError(f"{name}: labels of mixed types ({', '.join(kinds)}); give every "
+                         "class label the same type, e.g. all strings")
 
 
 def encode_labels(y, n: int, *, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
@@ -170,19 +209,20 @@ def encode_labels(y, n: int, *, name: str = "y") -> tuple[np.ndarray, np.ndarray
 
     if y is None:
         raise ValueError(f"{name}: the target y is None; give -1 (or None) for unlabelled points")
-    y = np.asarray(y)
+    y = _as_label_array(y)
     if y.ndim == 2 and y.shape[1] == 1:
         y = column_or_1d(y, warn=True)
     if y.ndim != 1:
         raise ValueError(f"{name}: expected a 1-D label vector, got shape {y.shape}")
     check_same_length(n, y, name)
     unlabelled = _unlabelled_mask(y)
-    labelled = y[~unlabelled]
+    labelled = _narrowed(y[~unlabelled])
     if labelled.size == 0:
         raise ValueError(
             f"{name}: no labelled point (every label is unlabelled: -1, None, '' or NaN); "
             "label at least one point of each class"
         )
+    _check_not_mixed(labelled, name)
     kind = type_of_target(labelled, input_name=name)
     if kind not in ("binary", "multiclass"):
         raise ValueError(
@@ -201,6 +241,28 @@ def encode_labels(y, n: int, *, name: str = "y") -> tuple[np.ndarray, np.ndarray
     encoded = np.full(n, -1, dtype=np.int64)
     encoded[~unlabelled] = codes.ravel()
     return classes, encoded
+
+
+def warn_conflicting_duplicates(X, labels: np.ndarray, classes, *, name: str = "y") -> int:
+    """Warn when identical rows of ``X`` carry different labels (each keeps its own; the
+    graph joins them at distance 0, so they pull against each other).
+    Returns the number of such groups. ``labels``: codes, ``-1`` unlabelled; only labelled
+    rows are compared (``L`` of them, so this is cheap)."""
+    rows = np.flatnonzero(labels >= 0)
+    if rows.size < 2 or sp.issparse(X):
+        return 0
+    _, group = np.unique(np.asarray(X)[rows], axis=0, return_inverse=True)
+    group = group.ravel()
+    first = np.full(group.max() + 1, -1)
+    first[group] = labels[rows]  # one label a group (the last written)
+    conflicting = np.unique(group[labels[rows] != first[group]])
+    if conflicting.size:
+        example = rows[group == conflicting[0]]
+        shown = ", ".join(f"row {i}: {classes[labels[i]].tolist()!r}" for i in example[:4])
+        warn_user(f"{name}: {conflicting.size} group(s) of identical rows of X carry different "
+                  f"labels ({shown}); each point keeps its own label. Check the labels, or drop "
+                  "the duplicates.", UserWarning)
+    return int(conflicting.size)
 
 
 def check_labels(y, n: int, *, n_classes: int | None = None, name: str = "y") -> np.ndarray:

@@ -1,6 +1,8 @@
 """Ordinary data off the paved path (issue 24, item 1): each input gives a result or a clear
 error, never a crash."""
 
+import warnings
+
 import numpy as np
 import pytest
 from conformance_checks import TINY_GRID
@@ -117,6 +119,40 @@ def test_categorical_and_arbitrary_integer_labels(blobs):
     clf = LGCClassifier().fit(X, y_int)  # -1 unlabelled, any other integer a class
     np.testing.assert_array_equal(clf.classes_, [-5, 12])
     assert np.mean(clf.transduction_ == codes) > 0.95
+
+
+def test_pandas_nullable_labels_mark_missing_as_unlabelled(blobs):
+    pd = pytest.importorskip("pandas")
+    X, truth = blobs
+    shown = np.isin(np.arange(60), [0, 1, 30, 31])
+    text = pd.Series(np.where(shown, truth, None), dtype="string")  # pd.NA where unlabelled
+    clf = HarmonicFunctionClassifier().fit(X, text)
+    np.testing.assert_array_equal(clf.classes_, ["setosa", "virginica"])
+    assert np.mean(clf.transduction_ == truth) > 0.95
+    codes = np.where(truth == "setosa", 3, 7)
+    integers = pd.Series(np.where(shown, codes, 0), dtype="Int64").mask(~shown)  # Int64 + NA
+    clf = HarmonicFunctionClassifier().fit(X, integers)
+    assert clf.classes_.dtype.kind == "i"  # the nullable integers stay integers
+    np.testing.assert_array_equal(clf.classes_, [3, 7])
+    assert np.mean(clf.transduction_ == codes) > 0.95
+
+
+def test_identical_rows_with_different_labels_are_reported(iris):
+    X, y, _ = iris
+    X = np.vstack([X, X[:1]])
+    y = np.r_[y, (y[0] + 1) % 3]  # the same flower, another class
+    with pytest.warns(UserWarning, match=r"1 group\(s\) of identical rows of X carry different"):
+        clf = HarmonicFunctionClassifier().fit(X, y)
+    assert clf.transduction_[0] == y[0] and clf.transduction_[-1] == y[-1]  # each keeps its own
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # agreeing duplicates (iris has them) say nothing
+        HarmonicFunctionClassifier().fit(X[:-1], y[:-1])
+
+
+def test_labels_of_mixed_types_are_named():
+    y = np.array([1, "a", None, None, 1, "a"], dtype=object)
+    with pytest.raises(ValueError, match="y: labels of mixed types"):
+        HarmonicFunctionClassifier().fit(np.arange(12.0).reshape(6, 2), y)
 
 
 @pytest.mark.parametrize("d", [1, 2, 8, 20])

@@ -239,6 +239,25 @@ def test_potts_classifier_uses_the_features(crf):
     assert plain.feature_fit_ is None
 
 
+def test_potts_feature_route_with_few_labels(crf):
+    """Fewer than 10 labels: the feature model's folds shrink to ``L // 2`` (as in every
+    estimator's feature prior); under 4 labels the features go unused, with a warning."""
+    from graphssl.estimators import PottsClassifier
+
+    data, _ = crf
+    y = data.train_labels()
+    few = np.full_like(y, -1)
+    keep = np.concatenate([np.flatnonzero(y == c)[:2] for c in range(3)])  # 6 labels
+    few[keep] = y[keep]
+    clf = PottsClassifier().fit_graph(data.graph, few, X=data.features)
+    assert clf.feature_fit_ is not None and clf.feature_fit_.feature.log_probs.shape[1] == 3
+    three = np.full_like(y, -1)
+    three[keep[::2]] = y[keep[::2]]
+    with pytest.warns(UserWarning, match="PottsClassifier: the feature model needs at least 4"):
+        clf = PottsClassifier().fit_graph(data.graph, three, X=data.features)
+    assert clf.feature_fit_ is None
+
+
 # ------------------------------------------------------------------------- the shared data
 def test_citeseer_loads_as_documented():
     folder = os.environ.get("GRAPHSSL_DATA", "")

@@ -1,5 +1,6 @@
 """Your own graph: graphssl.graph.as_graph and fit_graph(graph, y, X=None) on the estimators."""
 
+import jax
 import networkx as nx
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from graphssl.estimators import (
     MincutClassifier,
     PottsClassifier,
 )
-from graphssl.graph import DirectedGraphWarning, Graph, as_graph
+from graphssl.graph import DirectedGraphWarning, Graph, GraphWeightsRescaledWarning, as_graph
 from graphssl.validation import UnreachedNodesWarning
 
 
@@ -80,6 +81,7 @@ def test_one_directional_edges_are_symmetrised_and_reported():
     "obj, kwargs, match",
     [
         (np.zeros((3, 4)), {}, "shape"),
+        (sp.random(5, 4, density=0.5, format="csr", random_state=0), {}, "must be square"),
         (np.array([[0, 1], [1, -2]]), {}, "non-negative"),
         (np.array([[0, 1.5], [1, 2], [2, 3]]), {"n_nodes": 5}, "integers"),
         (np.array([[0, 7]]), {"n_nodes": 5}, "names node 7"),
@@ -92,6 +94,26 @@ def test_one_directional_edges_are_symmetrised_and_reported():
 def test_bad_graphs_are_named(obj, kwargs, match):
     with pytest.raises(ValueError, match=match):
         as_graph(obj, **kwargs)
+
+
+def test_weights_outside_the_stored_float_range_are_rescaled_and_reported(karate):
+    G, y, truth = karate
+    A = nx.to_scipy_sparse_array(G, weight=None, format="csr").astype(np.float64)
+    storage = np.finfo(jax.dtypes.canonicalize_dtype(np.float64))  # what a Graph stores
+    reference = HarmonicFunctionClassifier().fit_graph(A, y).label_distributions_
+    for scale in (float(storage.tiny) / 64, float(storage.max) / 4):
+        with pytest.warns(GraphWeightsRescaledWarning, match="divided by the largest weight"):
+            graph = as_graph(A * scale)
+        np.testing.assert_allclose(graph.to_scipy().toarray(), A.toarray())
+        with pytest.warns(GraphWeightsRescaledWarning):
+            clf = HarmonicFunctionClassifier().fit_graph(A * scale, y)
+        np.testing.assert_allclose(clf.label_distributions_, reference, atol=1e-6)
+    # a range wider than the float holds: the weakest edges are dropped, and counted
+    W = A.toarray()
+    W[0, 1] = W[1, 0] = float(storage.tiny) / 64
+    with pytest.warns(GraphWeightsRescaledWarning, match="and 2 edges weaker than"):
+        graph = as_graph(W)
+    assert graph.n_edges == A.nnz - 2
 
 
 def test_karate_club_with_potts_and_harmonic(karate):

@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
 
-from graphssl.scaling import RATIO, fit_feature_scaling
+from graphssl.scaling import OFFSET_RATIO, RATIO, fit_feature_scaling
 
 
 def _mixed_units(n=60, seed=0):
@@ -34,6 +34,28 @@ def test_auto_rule_standardises_only_columns_an_order_of_magnitude_apart():
     constant = np.c_[X, np.full(len(X), 7.0)]
     Z = fit_feature_scaling(constant).transform(constant)
     np.testing.assert_allclose(Z[:, -1], 0.0)  # a constant column is centred only
+
+
+def test_data_far_from_the_origin_is_centred_only():
+    """Spreads alike, centre 10^4 spreads out: ``auto`` subtracts the mean and nothing else
+    (float32 distances ``|x|^2 - 2 x.y + |y|^2`` would lose every digit of the spread)."""
+    from graphssl.estimators import HarmonicMixtureClassifier
+
+    X, y, labels = _mixed_units()
+    X = X[:, [0, 2]]
+    near = X + 0.5 * OFFSET_RATIO * X.std(0)  # inside the limit: left alone
+    assert not fit_feature_scaling(near).applied
+    far = X + 1e4
+    fitted = fit_feature_scaling(far)
+    assert fitted.applied and "centred only" in fitted.reason
+    np.testing.assert_array_equal(fitted.scale, 1.0)
+    np.testing.assert_allclose(fitted.transform(far), X - X.mean(0), atol=1e-9)
+    assert not fit_feature_scaling(sp.csr_matrix(far)).applied  # sparse: never centred
+    centred = HarmonicMixtureClassifier(standardize=False).fit(X - X.mean(0), labels)
+    shifted = HarmonicMixtureClassifier().fit(far, labels)
+    np.testing.assert_allclose(shifted.label_distributions_, centred.label_distributions_,
+                               atol=1e-6)
+    np.testing.assert_array_equal(shifted.predict(far[:5]), centred.predict(X[:5] - X.mean(0)))
 
 
 def test_counts_are_one_unit_and_sparse_input_is_scaled_without_centring():

@@ -74,6 +74,7 @@ from graphssl.validation import (
     check_k,
     encode_labels,
     seed_from_random_state,
+    warn_conflicting_duplicates,
 )
 
 __all__ = ["GraphSSLClassifier"]
@@ -200,6 +201,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self.scaling_ = fit_feature_scaling(X, self.standardize)
         X = self.scaling_.transform(X)
         self.classes_, encoded = encode_labels(y, X.shape[0], name="y")
+        warn_conflicting_duplicates(X, encoded, self.classes_)
         self.k_ = self._validate_graph_params(X.shape[0])
         graph = self._graph_from_features(X, encoded)
         self.X_fit_ = X

@@ -531,8 +531,8 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             return
         share = unlabelled_shares(predicted, labels, n_classes)
         limits = plausible_share_limits(labels, n_classes)
-        what = ", ".join(f"{self.classes_[c].tolist()!r} {100 * share[c]:.0f} % (plausible up to "
-                         f"{100 * limits[c]:.0f} %)" for c in flagged)
+        what = ", ".join(f"{self.classes_[c].tolist()!r} {_percent_pair(share[c], limits[c])}"
+                         for c in flagged)
         theta = self.theta_
         at = (f"alpha_0 = {float(np.asarray(theta.alpha0)):.3g}" if hasattr(theta, "alpha0")
               else f"sigma = {float(np.exp(np.asarray(theta.log_sigma))):.3g}")
@@ -693,3 +693,13 @@ def _pair_sq_diff(X, senders, receivers) -> np.ndarray:
     if senders.size * X.shape[1] > PER_FEATURE_MAX:
         return pair_sq_distances(X, senders, receivers)[:, None]
     return (X[senders] - X[receivers]) ** 2
+
+
+def _percent_pair(share: float, limit: float) -> str:
+    """``"99.8 % (plausible up to 99.6 %)"``: the fewest decimals (up to 4) at which the
+    share and its limit print apart, so the message never reads "100 % (up to 100 %)"."""
+    for digits in range(5):
+        a, b = f"{100 * share:.{digits}f}", f"{100 * limit:.{digits}f}"
+        if a != b:
+            break
+    return f"{a} % (plausible up to {b} %)"

@@ -21,7 +21,23 @@ import numpy as np
 from graphssl._warnings import warn_user
 from graphssl.inference.optimize.feature_prior import choose_prior_weight, fit_feature_prior
 
-__all__ = ["FeaturePriorMixin"]
+__all__ = ["FeaturePriorMixin", "feature_model_folds"]
+
+
+def feature_model_folds(estimator: str, labels) -> int | None:
+    """Folds of the feature model's cross-validation: ``min(5, L // 2)`` for ``L`` labelled
+    nodes, or None (with a warning that the features go unused) when fewer than 4 are
+    labelled (two folds of two)."""
+    n_labelled = int(np.sum(np.asarray(labels) >= 0))
+    n_folds = min(5, n_labelled // 2)
+    if n_folds >= 2:
+        return n_folds
+    warn_user(
+        f"{estimator}: the feature model needs at least 4 labelled nodes for its "
+        f"cross-validated prior (got {n_labelled}); the node features are not used. "
+        "Label more nodes, or pass features=None to silence this.",
+        UserWarning)
+    return None
 
 
 class FeaturePriorMixin:
@@ -41,14 +57,8 @@ class FeaturePriorMixin:
         self.feature_prior_ = None
         if features is None or X is None or getattr(self, "X_fit_", None) is not None:
             return None
-        n_labelled = int(np.sum(np.asarray(labels) >= 0))
-        n_folds = min(5, n_labelled // 2)
-        if n_folds < 2:
-            warn_user(
-                f"{type(self).__name__}: the feature model needs at least 4 labelled nodes for "
-                f"its cross-validated prior (got {n_labelled}); the node features are not used. "
-                "Label more nodes, or pass features=None to silence this.",
-                UserWarning)
+        n_folds = feature_model_folds(type(self).__name__, labels)
+        if n_folds is None:
             return None
         seed = self._seed()  # random_state: the folds of the feature model's CV
         self.feature_prior_ = fit_feature_prior(X, labels, n_classes, n_folds=n_folds,

@@ -22,6 +22,7 @@ import numpy as np
 
 from graphssl._warnings import warn_user
 from graphssl.estimators.base import GraphSSLClassifier
+from graphssl.estimators.feature_prior import feature_model_folds
 from graphssl.graph import row_normalize
 from graphssl.inference.optimize.mean_field import (
     HOST_MAX_NODES,
@@ -252,7 +253,9 @@ class PottsClassifier(GraphSSLClassifier):
             raise ValueError(f"features: use 'auto' or None, got {self.features!r}")
         given_graph = getattr(self, "X_fit_", None) is None  # fit_graph, not fit(X, y)
         if self.features == "auto" and given_graph and getattr(self, "X_graph_", None) is not None:
-            return self._feature_potts(graph, labels, n_classes)
+            n_folds = feature_model_folds(type(self).__name__, labels)
+            if n_folds is not None:
+                return self._feature_potts(graph, labels, n_classes, n_folds)
         self.feature_fit_ = None
         self.beta_ = self._resolve_beta(labels, n_classes)
         coupling = self._normalized(graph)
@@ -305,7 +308,7 @@ class PottsClassifier(GraphSSLClassifier):
         solution, info = naive_mean_field(model, options=options)
         return model, solution, info, mean_field_labels(solution, model.unary_logits())
 
-    def _feature_potts(self, graph, labels, n_classes):
+    def _feature_potts(self, graph, labels, n_classes, n_folds):
         """The route with node features (:func:`~graphssl.inference.optimize.feature_potts.
         fit_feature_potts`); MCMC by :func:`~graphssl.inference.optimize.feature_potts.
         sample_feature_potts` (MAP by ICM from the best draw)."""
@@ -314,7 +317,7 @@ class PottsClassifier(GraphSSLClassifier):
             sample_feature_potts,
         )
 
-        fit = fit_feature_potts(graph, self.X_graph_, labels, n_classes,
+        fit = fit_feature_potts(graph, self.X_graph_, labels, n_classes, n_folds=n_folds,
                                 seed=self._seed(), mean_field_options=self._mean_field_options())
         self.feature_fit_, self.model_ = fit, fit.model
         self.beta_ = float(fit.model.beta)

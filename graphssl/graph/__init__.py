@@ -25,7 +25,7 @@ propagation). Imports run one way: ``core`` and ``weights`` import no other part
 
 from graphssl.graph.builders import dense_graph, epsilon_graph, knn_graph
 from graphssl.graph.core import Graph
-from graphssl.graph.inputs import DirectedGraphWarning, as_graph
+from graphssl.graph.inputs import DirectedGraphWarning, GraphWeightsRescaledWarning, as_graph
 from graphssl.graph.operators import (
     connected_components,
     heat_kernel,
@@ -50,6 +50,7 @@ __all__ = [
     "Graph",
     "as_graph",
     "DirectedGraphWarning",
+    "GraphWeightsRescaledWarning",
     "unreached_nodes",
     "knn_search",
     "knn_graph",

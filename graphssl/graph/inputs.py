@@ -4,6 +4,7 @@ estimators' ``fit_graph``). Re-exported by :mod:`graphssl.graph`."""
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import scipy.sparse as sp
 
@@ -11,11 +12,16 @@ from graphssl._warnings import warn_user
 from graphssl.graph.core import Graph
 from graphssl.graph.operators import _symmetrized_matrix
 
-__all__ = ["DirectedGraphWarning", "as_graph"]
+__all__ = ["DirectedGraphWarning", "GraphWeightsRescaledWarning", "as_graph"]
 
 
 class DirectedGraphWarning(UserWarning):
     """A graph given to :func:`as_graph` had one-directional or unequal edges (symmetrised)."""
+
+
+class GraphWeightsRescaledWarning(UserWarning):
+    """A graph given to :func:`as_graph` had weights outside the range its float type holds
+    and was divided by its largest weight."""
 
 
 _SYMMETRIZE_MODES = ("max", "mean", "min", None)
@@ -51,6 +57,7 @@ def as_graph(obj, n_nodes: int | None = None, *, weight: str = "weight",
     matrix = _affinity_matrix(obj, n_nodes, weight, nodelist)
     if symmetrize is not None:
         matrix = _report_and_symmetrize(matrix, symmetrize)
+    matrix = _within_storage_range(matrix)
     graph = Graph.from_scipy(matrix, on_host=on_host)
     if graph.n_nodes < 2 or graph.n_edges == 0:
         raise ValueError(
@@ -88,6 +95,11 @@ def _affinity_matrix(obj, n_nodes, weight, nodelist) -> sp.csr_matrix:
                 f"graph: an array must be an n x n affinity matrix or an edge list of shape "
                 f"[E, 2] or [E, 3], got shape {array.shape}"
             )
+    if matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(
+            f"graph: an affinity matrix must be square (n x n, one row and one column per "
+            f"node), got shape {matrix.shape}"
+        )
     if n_nodes is not None and matrix.shape[0] != n_nodes:
         raise ValueError(
             f"graph: has {matrix.shape[0]} nodes but y has {n_nodes} entries; give one label "
@@ -96,6 +108,43 @@ def _affinity_matrix(obj, n_nodes, weight, nodelist) -> sp.csr_matrix:
     matrix = matrix.astype(np.float64)
     if matrix.nnz and (not np.all(np.isfinite(matrix.data)) or matrix.data.min() < 0):
         raise ValueError("graph: edge weights must be finite and non-negative")
+    return matrix
+
+
+def _within_storage_range(matrix: sp.csr_matrix) -> sp.csr_matrix:
+    """``matrix`` with weights a graph can store: a graph's weights are JAX's canonical
+    float (float32 unless x64 is enabled), so weights below its smallest normal number
+    (1.2e-38) would turn to zero after every check had counted them as edges, and weights
+    whose degrees could exceed its largest (3.4e38) would overflow. Such a matrix is divided
+    by its largest weight (every estimator's graph is then the same up to scale), with a
+    warning; weights still below the smallest normal number after that are dropped, and the
+    warning counts them."""
+    if matrix.nnz == 0:
+        return matrix
+    storage = np.finfo(jax.dtypes.canonicalize_dtype(np.float64))
+    tiny = float(storage.tiny)  # Python floats: comparing 1e39 with a float32 overflows
+    weights = matrix.data[matrix.data > 0]
+    if weights.size == 0:
+        return matrix
+    smallest, largest = float(weights.min()), float(weights.max())
+    ceiling = float(storage.max) / max(matrix.shape[0], 1)  # no degree can overflow
+    if smallest >= tiny and largest <= ceiling:
+        return matrix
+    matrix = matrix.tocsr(copy=True)
+    matrix.data /= largest  # not matrix / largest: scipy multiplies by 1 / largest, inf here
+    lost = int(np.count_nonzero((matrix.data > 0) & (matrix.data < tiny)))
+    matrix.data[matrix.data < tiny] = 0.0
+    matrix.eliminate_zeros()
+    warn_user(
+        f"graph: edge weights span {smallest:.3g} to {largest:.3g}, outside the range a "
+        f"{storage.dtype} graph holds ({tiny:.3g} to {ceiling:.3g} for "
+        f"{matrix.shape[0]} nodes); divided by the largest weight"
+        + (f", and {lost} edges weaker than {tiny:.3g} times it dropped"
+           if lost else "")
+        + ". A model whose coupling is the weights' own scale (a fixed beta) reads the "
+        "rescaled graph; rescale the weights yourself to choose another scale.",
+        GraphWeightsRescaledWarning,
+    )
     return matrix
 
 

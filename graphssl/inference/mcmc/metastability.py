@@ -91,7 +91,8 @@ def metastability_report(posterior_energy, probe_labels, probe_energy, labels,
     draws = np.asarray(probe_labels)[..., labels < 0]  # [C, S, free]
     # one class at a time: a [C, S, free, classes] table would be ~35 MB for 10 classes on
     # 7000 nodes
-    shares = np.stack([np.mean(draws == c, axis=2) for c in range(n_classes)], axis=-1)
+    n_free = max(draws.shape[2], 1)  # every node observed: no share, nothing merged
+    shares = np.stack([np.sum(draws == c, axis=2) / n_free for c in range(n_classes)], axis=-1)
     merged = np.any(shares > plausible_share_limits(labels, n_classes), axis=-1)  # [C, S]
     share = shares.max(axis=-1).mean(axis=1)
     stays = merged.mean(axis=1) > 0.5
