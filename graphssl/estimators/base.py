@@ -29,8 +29,10 @@ naming how many.
 
 Feature scaling (``standardize``): every estimator's graph rests on Euclidean distances,
 so by default (``"auto"``) ``fit`` standardises the columns of ``X`` when their spreads differ
-by more than an order of magnitude (and they are not sparse non-negative counts), and leaves
-them as they are otherwise; True always standardises, False never
+by more than an order of magnitude (and they are not sparse non-negative counts), centres
+them only when their mean lies more than 10 spreads from the origin (float32 distances
+would lose the spread), and leaves them as they are otherwise; True always standardises,
+False never
 (:func:`graphssl.scaling.fit_feature_scaling`, whose docstring gives the rule and the
 measurements behind it). The fitted map is ``scaling_``; ``predict(X_new)`` applies it, and
 ``fit_graph``'s node features get the same rule (sparse ones scaled, never centred). A
