@@ -167,6 +167,10 @@ def _run_folder(args, names: list[str]) -> pathlib.Path:
     if len(models) > 48:
         models = f"{len(names)}models-" + hashlib.sha256(models.encode()).hexdigest()[:8]
     changed = {k: getattr(args, k) for k, v in _IDENTITY_DEFAULTS.items() if getattr(args, k) != v}
+    for option in ("dataset", "graph", "labels", "features"):  # a file's folder tells apart
+        path = pathlib.Path(str(getattr(args, option) or ""))  # two files of one name
+        if path.suffix and path.exists():
+            changed[f"{option}_path"] = str(path.resolve())
     suffix = "-" + hashlib.sha256(json.dumps(changed, sort_keys=True).encode()).hexdigest()[:8] \
         if changed else ""
     root = pathlib.Path(args.out)
@@ -182,6 +186,22 @@ def _run_folder(args, names: list[str]) -> pathlib.Path:
         raise ValueError(f"--out: cannot write in {folder} ({err.strerror or err}); give a "
                          "folder you can write to") from None
     return folder
+
+
+def _data_fingerprint(problem) -> str:
+    """SHA-256 of what was read (features, labels, class names, the given graph's edges): a
+    stored result is reused only for the same content, so a file edited between two runs
+    of one command (a relabelled row) is refitted, not answered from the old results."""
+    digest = hashlib.sha256()
+    arrays = [problem.X, problem.y, np.asarray(problem.classes, dtype=str)]
+    if problem.graph is not None:
+        arrays += [problem.graph.senders, problem.graph.receivers, problem.graph.weights]
+    for array in arrays:
+        if array is not None:
+            array = np.ascontiguousarray(np.asarray(array))
+            digest.update(f"{array.dtype.str}{array.shape}".encode())
+            digest.update(array.tobytes())
+    return digest.hexdigest()[:16]
 
 
 def _sigma(text: str):
@@ -281,7 +301,8 @@ def _run(args) -> int:
               "standardize": args.standardize, "label_rate": args.label_rate,
               "seed": args.seed, "budget": [budget.target_rhat, budget.min_ess,
                                             budget.max_doublings],
-              "splits": [np.asarray(s).tolist() for s in splits]}
+              "splits": [np.asarray(s).tolist() for s in splits],
+              "data": _data_fingerprint(problem)}
     models = {name: MODELS[name][0] for name in names}
     results = suite.compare_models(
         models, graph, problem.y, splits, out_dir=out, config=config, X=problem.X,

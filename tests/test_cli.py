@@ -97,6 +97,34 @@ def test_run_csv_with_own_unlabelled_rows(tmp_path, capsys):
     assert "knn" in capsys.readouterr().out
 
 
+def test_an_edited_or_another_file_of_the_same_name_is_refitted(tmp_path):
+    """Resume reuses a result only for the same content read from the same file: a file
+    relabelled between two runs of one command is refitted, and a file of the same name in
+    another folder gets its own output folder."""
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.normal(0, 0.3, (10, 2)), rng.normal(3, 0.3, (10, 2))])
+    out = tmp_path / "o"
+
+    def run(path, first, second):
+        rows = ["x1,x2,label"] + [
+            f"{x[0]},{x[1]},{(first if i < 10 else second) if i in (0, 1, 10, 11) else ''}"
+            for i, x in enumerate(X)]
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("\n".join(rows) + "\n")
+        assert main(["run", "--dataset", str(path), "--label-column", "label", "--k", "4",
+                     "--n-splits", "1", "--models", "grf", "--out", str(out),
+                     "--no-progress"]) == 0
+        return sorted(out.glob("*/results.json"))
+
+    [report] = run(tmp_path / "a" / "data.csv", "cat", "dog")
+    first = json.loads(report.read_text())["models"]["grf"]["runs"][0]
+    assert first["predictions"][0] == "cat"
+    [report] = run(tmp_path / "a" / "data.csv", "dog", "cat")  # the classes swapped
+    second = json.loads(report.read_text())["models"]["grf"]["runs"][0]
+    assert not second.get("resumed") and second["predictions"][0] == "dog"
+    assert len(run(tmp_path / "b" / "data.csv", "cat", "dog")) == 2  # its own folder
+
+
 def test_standardisation_of_user_tables(tmp_path):
     rows = ["a,b,y"] + [f"{i},{1000 * (i % 3)},{i % 2}" for i in range(12)]
     (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")

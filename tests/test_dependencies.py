@@ -37,6 +37,7 @@ IMPORT_NAMES = {
 # declared core dependencies that graphssl uses without importing them by name
 USED_INDIRECTLY = {
     "h5netcdf": "the netCDF engine of arviz / xarray's to_netcdf (graphssl.runs)",
+    "h5py": "h5netcdf's HDF5 back end (h5netcdf >= 1.8 no longer requires it)",
 }
 LOADERS = {"_optional", "import_module"}  # calls whose first argument is a module name
 

@@ -265,6 +265,18 @@ def test_a_statistic_stuck_in_every_chain_is_named_so():
     assert not any("never_moves" in f for f in report.failing)
 
 
+def test_one_chain_is_never_reported_converged():
+    """ArviZ's R-hat is NaN on a single chain: the report fails and says why, however well
+    the chain mixes (it passed before, with ``max_rhat = nan``)."""
+    from graphssl.inference.mcmc.statistics import convergence_report
+
+    mixing = np.random.default_rng(1).normal(size=(1, 2000))
+    report = convergence_report({"energy": mixing})
+    assert not report.converged and np.isnan(report.max_rhat) and report.min_ess > 1000
+    assert report.failing == ("R-hat needs at least 2 chains, got 1",)
+    assert convergence_report({"energy": np.vstack([mixing, mixing[:, ::-1]])}).converged
+
+
 def test_permutation_scrambles_indicators_not_invariants(run):
     """Permuted draws: label marginals ~ 1/3 everywhere, yet the invariant quantities are
     stable across chains (R-hat ~ 1) and blocks stay co-assigned."""

@@ -319,7 +319,8 @@ def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: flo
     """R-hat / ESS rule over ``statistics = {name: [chains, draws] or [chains, draws, k]}``
     (e.g. :func:`invariant_statistics`, plus any continuous parameters).
 
-    A column constant over every draw is skipped. Traces longer than ``max_draws`` per chain
+    A column constant over every draw is skipped. One chain never passes: R-hat compares
+    chains, and without a second one it cannot be computed. Traces longer than ``max_draws`` per chain
     are thinned first (:func:`thin_draws`). ``column_names = {name: [str] * k}`` names the
     columns in ``failing`` (default their index, e.g. ``class_sizes[1]``).
     """
@@ -340,6 +341,8 @@ def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: flo
                 failing.append((r[k] - rhat_max, f"{label}: {_rhat_text(x[:, :, k], r[k])}"))
             if np.isfinite(e[k]) and e[k] < ess_min:
                 failing.append(((ess_min - e[k]) / ess_min, f"{label}: ESS {e[k]:.0f}"))
+    if statistics and n_chains < 2:  # ArviZ's R-hat is NaN on one chain: nothing judged
+        failing.append((np.inf, f"R-hat needs at least 2 chains, got {n_chains}"))
     finite_r = np.concatenate([v for v in rhat.values()] or [np.zeros(0)])
     finite_e = np.concatenate([v for v in ess.values()] or [np.zeros(0)])
     finite_r, finite_e = finite_r[np.isfinite(finite_r)], finite_e[np.isfinite(finite_e)]
