@@ -27,13 +27,12 @@ columns of different scales is dominated by the largest one (wine: ~0.65 accurac
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import pathlib
 
 import numpy as np
 
-from graphssl.data.loaders import encode_label_strings, is_number
+from graphssl.data.loaders import encode_label_strings, is_number, read_csv_rows
 
 UNLABELED = ("", "-1", "?")
 
@@ -78,8 +77,7 @@ def standardize(X: np.ndarray) -> np.ndarray:
 def _rows(path: pathlib.Path, what: str) -> list[list[str]]:
     if not path.is_file():
         raise ValueError(f"{what}: file {path} does not exist")
-    with path.open(newline="") as fh:
-        rows = [[c.strip() for c in r] for r in csv.reader(fh) if r and any(c.strip() for c in r)]
+    rows = [[c.strip() for c in r] for r in read_csv_rows(path)]
     if not rows:
         raise ValueError(f"{what}: {path} holds no rows")
     return rows
@@ -218,6 +216,10 @@ def load_table_problem(dataset: str, *, data_dir=None, label_column="-1", unlabe
                              f"of {', '.join(known)} (graphssl list --data-dir DIR lists more)")
         loaded = data.load_dataset(dataset, data_dir)
     X = np.asarray(loaded.X, dtype=np.float64)
+    if user:  # before standardising, which would spread one NaN over its column
+        from graphssl.validation import check_features
+
+        check_features(X, name=f"--dataset {path.name}")
     if scale if scale is not None else user:
         X = standardize(X)
     return Problem(name=loaded.name, X=X, y=np.asarray(loaded.y), classes=np.asarray(

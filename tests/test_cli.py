@@ -125,6 +125,27 @@ def test_an_edited_or_another_file_of_the_same_name_is_refitted(tmp_path):
     assert len(run(tmp_path / "b" / "data.csv", "cat", "dog")) == 2  # its own folder
 
 
+def test_user_tables_headers_byte_order_marks_and_missing_cells(tmp_path):
+    """No header with string labels keeps its first row; a spreadsheet's UTF-8 byte-order
+    mark does not stick to the first name; a NaN cell is named by its row before
+    standardising; a header without data rows is said so."""
+    def table(name, text):
+        path = tmp_path / name
+        path.write_bytes(text.encode("utf-8"))
+        return str(path)
+
+    plain = cli_inputs.load_table_problem(table("nohead.csv", "1,2,a\n3,4,b\n5,6,\n7,8,\n"))
+    assert plain.n_samples == 4 and plain.classes.tolist() == ["a", "b"]
+    assert plain.y.tolist() == [0, 1, -1, -1]
+    marked = cli_inputs.load_table_problem(
+        table("bom.csv", "\ufefflabel,x1,x2\na,1,2\nb,3,4\n,5,6\n"), label_column="label")
+    assert marked.n_samples == 3 and marked.y.tolist() == [0, 1, -1]
+    with pytest.raises(ValueError, match=r"nan.csv: 1 rows contain NaN or inf \(first: \[1\]\)"):
+        cli_inputs.load_table_problem(table("nan.csv", "x,z,label\n1,2,a\n3,nan,b\n5,6,\n"))
+    with pytest.raises(ValueError, match="a header and no data rows"):
+        cli_inputs.load_table_problem(table("head.csv", "x1,x2,label\n"))
+
+
 def test_standardisation_of_user_tables(tmp_path):
     rows = ["a,b,y"] + [f"{i},{1000 * (i % 3)},{i % 2}" for i in range(12)]
     (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")

@@ -226,14 +226,18 @@ def load_csv(path, label_column, *, delimiter: str = ",", unlabeled=("", "-1", "
     path = pathlib.Path(path)
     if not path.is_file():
         raise ValueError(f"path {str(path)!r} does not exist; pass the CSV file's location")
-    with path.open(newline="") as fh:
-        rows = [r for r in csv.reader(fh, delimiter=delimiter) if r and any(c.strip() for c in r)]
+    rows = read_csv_rows(path, delimiter)
     if not rows:
         raise ValueError(f"path {str(path)!r} holds no rows")
-    header = None if all(is_number(c) or c.strip() in unlabeled for c in rows[0]) else rows[0]
-    body = rows[1:] if header is not None else rows
     width = len(rows[0])
+    header = rows[0] if _has_header(rows[0], label_column, unlabeled) else None
+    body = rows[1:] if header is not None else rows
     col = _label_column_index(label_column, header, width)
+    if not body:
+        raise ValueError(f"path {str(path)!r} holds a header and no data rows")
+    if width < 2:
+        raise ValueError(f"path {str(path)!r} has one column; it needs feature columns and a "
+                         f"label column, separated by {delimiter!r}")
     labels, feats = [], []
     for lineno, row in enumerate(body, start=2 if header else 1):
         if len(row) != width:
@@ -247,6 +251,33 @@ def load_csv(path, label_column, *, delimiter: str = ",", unlabeled=("", "-1", "
     y, classes = encode_label_strings(labels, unlabeled)
     return Dataset(X=np.asarray(feats, dtype=np.float64).reshape(len(body), width - 1), y=y,
                    name=path.stem, classes=classes, description=f"user file {path}")
+
+
+def read_csv_rows(path: pathlib.Path, delimiter: str = ",") -> list[list[str]]:
+    """The non-blank rows of a CSV file; a UTF-8 byte-order mark (a spreadsheet's "CSV
+    UTF-8") is dropped; an unreadable file or an oversized field is a ``ValueError`` naming
+    the file."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            return [r for r in csv.reader(fh, delimiter=delimiter)
+                    if r and any(c.strip() for c in r)]
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path} is not UTF-8 text ({err.reason} at byte {err.start}); save "
+                         "it as UTF-8") from None
+    except csv.Error as err:
+        raise ValueError(f"{path} cannot be read as CSV ({err})") from None
+
+
+def _has_header(first: list[str], label_column, unlabeled) -> bool:
+    """A first row is a header when the label column is named, or when a cell outside the
+    label column is not a number (a data row's label may be any string)."""
+    if isinstance(label_column, str):
+        return True
+    width = len(first)
+    label = (int(label_column) % width if isinstance(label_column, int | np.integer)
+             and -width <= label_column < width else None)
+    return not all(is_number(c) or c.strip() in unlabeled
+                   for i, c in enumerate(first) if i != label)
 
 
 def encode_label_strings(labels: list[str], unlabeled) -> tuple[np.ndarray, np.ndarray]:
