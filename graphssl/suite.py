@@ -332,14 +332,28 @@ def summarise(results: dict[str, list[dict]]) -> dict[str, dict]:
         sampled = [r for r in runs if "converged" in r]
         row["converged"] = all(r["converged"] for r in sampled) if sampled else None
         row["unconverged_splits"] = [r["split"] for r in sampled if not r["converged"]]
+        row["warnings"] = _warnings_by_text(runs)
         summary[name] = row
     return summary
 
 
+def _warnings_by_text(runs: list[dict]) -> dict[str, list[int]]:
+    """``{warning's first line: [splits]}`` over a model's runs; convergence warnings left
+    out (the table's ``*`` reports them)."""
+    found: dict[str, list[int]] = {}
+    for i, run in enumerate(runs):
+        for text in run.get("warnings", ()):
+            if not text.startswith("ConvergenceWarning"):
+                found.setdefault(text, []).append(run.get("split", i))
+    return found
+
+
 def format_table(summary: dict[str, dict], budget: ConvergenceBudget | None = None) -> str:
     """Plain-text table of :func:`summarise` output; rows whose chains did not converge
-    are marked ``*`` and explained below the table. R-hat is the largest and ESS the
-    smallest over the invariant statistics (energy, class sizes, co-assignment)."""
+    are marked ``*`` and explained below the table, and every other warning of a fit
+    (unreached nodes, an ordered phase, ...) follows as a line ``! model, split(s): text``.
+    R-hat is the largest and ESS the smallest over the invariant statistics (energy, class
+    sizes, co-assignment)."""
     budget = ConvergenceBudget() if budget is None else budget
     width = max([20] + [len(name) + 3 for name in summary])
     header = f"{'model':<{width}}" + "".join(f"{label:>10}" for _, label in _COLUMNS)
@@ -366,4 +380,8 @@ def format_table(summary: dict[str, dict], budget: ConvergenceBudget | None = No
             f"an invariant statistic after {2 ** budget.max_doublings}x the draws) on split(s) "
             + "; ".join(f"{n}: {summary[n]['unconverged_splits']}" for n in unconverged)
             + " -- read those rows' posterior figures with care")
+    for name, row in summary.items():  # unreached nodes, ordered phases, rescaled graphs...
+        for text, splits in row.get("warnings", {}).items():
+            short = text if len(text) <= 160 else text[:157] + "..."
+            lines.append(f"! {name}, split(s) {', '.join(map(str, splits))}: {short}")
     return "\n".join(lines)

@@ -73,6 +73,27 @@ def test_no_progress_silences_the_estimators_auto_bars(moons, tmp_path):
     assert _WithProgress.seen == [False, "auto", True]
 
 
+class _Warns(HarmonicFunctionClassifier):
+    def _label_distributions(self, graph, labels, n_classes):
+        warnings.warn("3 nodes are unreached", UserWarning, stacklevel=1)
+        warnings.warn("chains drift", ConvergenceWarning, stacklevel=1)
+        return super()._label_distributions(graph, labels, n_classes)
+
+
+def test_fit_warnings_are_listed_below_the_table(moons, tmp_path):
+    """A warning of a fit (say unreached nodes) reaches the printed table, not only the run
+    records; convergence warnings stay with the table's ``*``."""
+    X, y, graph = moons
+    splits = [np.r_[np.flatnonzero(y == 0)[:s], np.flatnonzero(y == 1)[:2]] for s in (2, 3)]
+    results = suite.compare_models({"warns": _Warns, "grf": HarmonicFunctionClassifier},
+                                   graph, y, splits, X=X, progress=False, out_dir=tmp_path)
+    summary = suite.summarise(results)
+    assert summary["warns"]["warnings"] == {"UserWarning: 3 nodes are unreached": [0, 1]}
+    assert summary["grf"]["warnings"] == {}
+    table = suite.format_table(summary)
+    assert table.splitlines()[-1] == "! warns, split(s) 0, 1: UserWarning: 3 nodes are unreached"
+
+
 def test_records_and_resume(moons, tmp_path):
     X, y, graph = moons
     splits = [np.array([0, 1, 2, 3, 100, 101, 150, 160]), np.arange(0, 200, 20)]
