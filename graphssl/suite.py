@@ -380,6 +380,13 @@ def format_table(summary: dict[str, dict], budget: ConvergenceBudget | None = No
             f"an invariant statistic after {2 ** budget.max_doublings}x the draws) on split(s) "
             + "; ".join(f"{n}: {summary[n]['unconverged_splits']}" for n in unconverged)
             + " -- read those rows' posterior figures with care")
+    frozen = [n for n, row in summary.items()
+              if row.get("converged") and row.get("rhat_max_mean") is None]
+    if frozen:
+        lines.append(
+            f"R-hat '-' on a sampled row ({', '.join(frozen)}): no statistic moved in any "
+            "chain, so R-hat is undefined: a posterior that sharp, or chains that never left "
+            "their start")
     for name, row in summary.items():  # unreached nodes, ordered phases, rescaled graphs...
         for text, splits in row.get("warnings", {}).items():
             short = text if len(text) <= 160 else text[:157] + "..."

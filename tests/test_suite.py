@@ -92,6 +92,8 @@ def test_fit_warnings_are_listed_below_the_table(moons, tmp_path):
     assert summary["grf"]["warnings"] == {}
     table = suite.format_table(summary)
     assert table.splitlines()[-1] == "! warns, split(s) 0, 1: UserWarning: 3 nodes are unreached"
+    frozen = suite.format_table({"sampler": {"converged": True, "errors": []}})
+    assert "R-hat '-' on a sampled row (sampler): no statistic moved" in frozen
 
 
 def test_records_and_resume(moons, tmp_path):
