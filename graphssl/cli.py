@@ -237,6 +237,15 @@ def _splits(problem, args) -> tuple[list[np.ndarray], bool]:
 
     y = problem.y
     if np.any(y < 0):
+        shown = [str(problem.classes[c]) for c in np.unique(y[y >= 0])]
+        if len(shown) < 2:
+            where = ("--labels / --label-attribute" if args.graph is not None
+                     else "--label-column")
+            raise ValueError(
+                f"{where}: the input labels {len(shown)} class(es)"
+                + (f" ({', '.join(map(repr, shown))})" if shown else "")
+                + "; label at least one point of each of two classes (unlabelled cells: "
+                "empty, -1, ? or --unlabeled-value)")
         if args.n_splits != 1:
             print("graphssl: the input marks its own unlabelled rows: 1 split, no accuracy",
                   file=sys.stderr)

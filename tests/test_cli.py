@@ -275,6 +275,19 @@ def test_bad_input_one_line_exit_2(argv, match, tmp_path, capsys):
     assert err.count("\n") == 1
 
 
+@pytest.mark.parametrize("cells, match", [
+    (["", "", "", ""], "the input labels 0 class(es); label at least one point"),
+    (["a", "", "a", ""], "the input labels 1 class(es) ('a')"),
+])
+def test_a_table_labelling_fewer_than_two_classes_is_refused(cells, match, tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    path.write_text("x,z,label\n" + "".join(f"{i},{i % 2},{c}\n" for i, c in enumerate(cells)))
+    code = main(["run", "--dataset", str(path), "--label-column", "label", "--models", "grf",
+                 "--out", str(tmp_path / "o"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("graphssl: error: --label-column: ") and match in err
+
+
 def test_empty_or_unwritable_out_refused_up_front(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--out", "", "--models", "grf"]) == 2
