@@ -210,3 +210,12 @@ def test_potts_huge_beta_gives_probability_rows(blobs):
     assert clf.beta_ == 1e8
     labelled = [0, 1, 30, 31]
     np.testing.assert_array_equal(clf.transduction_[labelled], truth[labelled])
+
+
+@pytest.mark.parametrize("param, value", [("burn_in", -1), ("n_samples", 2.5),
+                                          ("n_chains", 0), ("max_iter", True)])
+def test_boltzmann_counts_are_checked(blobs, param, value):
+    X, truth = blobs
+    y = np.where(np.isin(np.arange(60), [0, 1, 30, 31]), truth, None)
+    with pytest.raises(ValueError, match=f"{param}: must be an integer >= "):
+        BoltzmannMRFClassifier(**{param: value}).fit(X, y)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import sys
 import time
 
@@ -278,9 +279,12 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             raise ValueError(f"method: got {self.method!r}; use one of {_METHODS}")
         if self.learning not in _LEARNING:
             raise ValueError(f"learning: got {self.learning!r}; use one of {_LEARNING}")
-        for name in ("n_restarts", "max_iter", "n_chains", "n_samples"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name}: must be a positive integer")
+        for name, least in (("n_restarts", 1), ("max_iter", 1), ("n_chains", 1),
+                            ("n_samples", 1), ("burn_in", 0)):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+                    or value < least):
+                raise ValueError(f"{name}: must be an integer >= {least}, got {value!r}")
         check_progress(self.progress)
         check_class_mass_rule(self.class_mass_normalize)
         self._grid_settings()  # checked before any work
