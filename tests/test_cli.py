@@ -31,6 +31,8 @@ def test_run_two_moons_writes_json(tmp_path, capsys):
         assert all(r["seconds"] >= 0 for r in model["runs"])
         assert model["converged"] is None  # not sampled
     assert not list(folder.rglob("*.tmp"))  # atomic writes leave no temporary files
+    text = (folder / "results.json").read_text()
+    json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
 
 
 def test_output_folders_per_data_set_and_models(tmp_path):
@@ -316,3 +318,12 @@ def test_list(tmp_path, capsys):
     assert main(["list", "--data-dir", str(tmp_path)]) == 0
     assert "digit1" in capsys.readouterr().out
     assert main(["list", "--data-dir", str(tmp_path / "nope")]) == 2
+
+
+def test_results_are_strict_json():
+    from graphssl.cli import _strict_json
+
+    report = {"rhat": float("nan"), "ess": np.float64(np.inf), "sizes": np.array([1, 2]),
+              "n": np.int64(3), "nested": [{"ok": 0.5}]}
+    assert json.dumps(_strict_json(report), allow_nan=False) == (
+        '{"rhat": null, "ess": null, "sizes": [1, 2], "n": 3, "nested": [{"ok": 0.5}]}')

@@ -235,6 +235,11 @@ def test_load_csv_with_header_and_unlabeled_rows(tmp_path):
     np.testing.assert_array_equal(ds2.classes, ["2", "10"])  # numeric order, not string order
     np.testing.assert_array_equal(ds2.y, [0, 1, -1])
     assert ds2.X.shape == (3, 2)
+    spelled = tmp_path / "spelled.csv"  # one class written two ways
+    spelled.write_text("1,0.5\n1.0,1.5\n2,2.5\n,3.5\n")
+    ds3 = D.load_csv(spelled, 0)
+    np.testing.assert_array_equal(ds3.classes, ["1", "2"])
+    np.testing.assert_array_equal(ds3.y, [0, 0, 1, -1])
 
 
 def test_load_csv_errors(tmp_path):

@@ -282,11 +282,24 @@ def _has_header(first: list[str], label_column, unlabeled) -> bool:
 
 def encode_label_strings(labels: list[str], unlabeled) -> tuple[np.ndarray, np.ndarray]:
     """``(y, classes)``: label strings -> indices into the sorted distinct names (numbers
-    compared as numbers), ``-1`` for the ``unlabeled`` markers (used by :func:`load_csv` and
+    compared as numbers, so ``"1"`` and ``"1.0"`` are one class), ``-1`` for the
+    ``unlabeled`` markers (used by :func:`load_csv` and
     the CLI's ``--labels`` file)."""
-    names = sorted({lab for lab in labels if lab not in unlabeled}, key=_label_key)
-    index = {lab: k for k, lab in enumerate(names)}
-    return np.array([index.get(lab, -1) for lab in labels], dtype=np.int64), np.array(names)
+    spelling: dict = {}  # "1" and "1.0" are one class, named as first written
+    for lab in labels:
+        if lab not in unlabeled:
+            spelling.setdefault(_same_value(lab), lab)
+    names = sorted(spelling.values(), key=_label_key)
+    index = {_same_value(lab): k for k, lab in enumerate(names)}
+    codes = [-1 if lab in unlabeled else index[_same_value(lab)] for lab in labels]
+    return np.array(codes, dtype=np.int64), np.array(names)
+
+
+def _same_value(label: str):
+    """What two spellings of one class share: the number for numeric labels (``"1"``,
+    ``"1.0"``, ``"01"``), else the text."""
+    value = float(label) if is_number(label) else float("nan")
+    return ("number", value) if value == value else ("text", label)
 
 
 def is_number(text: str) -> bool:
