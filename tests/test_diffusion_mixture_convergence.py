@@ -119,7 +119,7 @@ def test_bad_arguments_are_named():
         until(model, key, target_rhat=1.0)
     with pytest.raises(ValueError, match="check_every"):
         until(model, key, check_every=15, thin=2)
-    with pytest.raises(ValueError, match="max_steps"):
+    with pytest.raises(ValueError, match="max_iterations: must be >= check_every"):
         until(model, key, check_every=100, max_iterations=50)
     with pytest.raises(ValueError, match="key"):
         until(model)
@@ -148,3 +148,9 @@ def test_estimator_runs_until_converged():
     assert np.asarray(clf.samples_.energy).shape[-1] == checks[-1].window
     np.testing.assert_allclose(clf.posterior_mean_, dms.class_marginals(clf.samples_))
     assert clf.predict(ds.X).shape == (60,)
+    for kwargs, match in (({"check_every": 0}, "check_every: a multiple of thin=2"),
+                          ({"check_every": 20.5}, "check_every: must be a whole number"),
+                          ({"max_iterations": 0}, "max_iterations: must be >= check_every"),
+                          ({"target_rhat": "a"}, "target_rhat: must be a number > 1")):
+        with pytest.raises(ValueError, match=match):  # the estimator's own argument names
+            clf.run_until_converged(progress=False, **kwargs)

@@ -390,8 +390,8 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
 
         check_is_fitted(self, "samples_")
         self.samples_, self.convergence_checks_ = sample_mixture_until_converged(
-            self.model_, target_rhat=target_rhat, check_every=int(check_every),
-            max_iterations=int(max_iterations), resume=self.samples_, pairs=pairs,
+            self.model_, target_rhat=target_rhat, check_every=check_every,
+            max_iterations=max_iterations, resume=self.samples_, pairs=pairs,
             progress=progress, thin=int(self.samples_.thin), max_components=self.max_components,
             moves=tuple(self.moves), engine=self.engine, block_size=int(self.block_size))
         self.log_likelihood_ = None

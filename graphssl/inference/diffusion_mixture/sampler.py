@@ -36,7 +36,7 @@ from graphssl.inference.diffusion_mixture.kernels import (
     resolve_engine,
 )
 from graphssl.inference.mcmc.chains import Samples, sample_chains
-from graphssl.inference.mcmc.convergence import sample_until_converged
+from graphssl.inference.mcmc.convergence import check_run_arguments, sample_until_converged
 from graphssl.models.diffusion_mixture import DirichletDiffusionMixture
 
 __all__ = ["ENGINES", "MOVES", "move_counts", "resolve_engine", "sample_mixture",
@@ -205,6 +205,8 @@ def sample_mixture_until_converged(model: DirichletDiffusionMixture, key=None, *
         raise ValueError("key: give a PRNG key for new chains, or resume= a previous run")
     if thin is None:
         thin = int(resume.thin) if resume is not None else 1
+    check_run_arguments(target_rhat, check_every, max_iterations, thin, key, resume,
+                        max_name="max_iterations")
     kernel, chain_model, kwargs, resume = _run_setup(
         model, key, n_chains, check_every, burn_in, thin, max_components, moves, init_beta,
         init_labels, init_noise, engine, resume, block_size, False)

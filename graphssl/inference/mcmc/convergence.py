@@ -22,6 +22,7 @@ This is inference code: its statistics come from :mod:`graphssl.inference.mcmc.s
 
 from __future__ import annotations
 
+import numbers
 import time
 from typing import NamedTuple
 
@@ -31,7 +32,7 @@ from graphssl._device import take
 from graphssl.inference.mcmc.chains import Samples, sample_chains
 from graphssl.inference.mcmc.statistics import default_pairs, invariant_statistics, rhat_ess
 
-__all__ = ["ConvergenceCheck", "run_statistics", "invariant_rhat", "trim_draws",
+__all__ = ["ConvergenceCheck", "check_run_arguments", "run_statistics", "invariant_rhat", "trim_draws",
            "sample_until_converged"]
 
 
@@ -104,14 +105,22 @@ def _progress_bar(progress: bool, total: int, target_rhat: float):
     return tqdm(total=total, unit="step", desc=f"until R-hat <= {target_rhat:.3g}")
 
 
-def _check_args(target_rhat, check_every, max_steps, thin, key, resume):
-    if not target_rhat > 1.0:
-        raise ValueError(f"target_rhat: must be > 1 (e.g. 1.01), got {target_rhat}")
+def check_run_arguments(target_rhat, check_every, max_steps, thin, key, resume, *,
+                        max_name: str = "max_steps") -> None:
+    """The checks of :func:`sample_until_converged`'s arguments, each error naming its
+    argument; ``max_name``: the name the caller gives ``max_steps`` (a wrapper's
+    ``max_iterations``), so that its users read their own argument's name."""
+    if (isinstance(target_rhat, bool) or not isinstance(target_rhat, numbers.Real)
+            or not target_rhat > 1.0):
+        raise ValueError(f"target_rhat: must be a number > 1 (e.g. 1.01), got {target_rhat!r}")
+    for name, value in (("check_every", check_every), (max_name, max_steps)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"{name}: must be a whole number of steps, got {value!r}")
     if int(check_every) < 4 * thin or int(check_every) % thin:
         raise ValueError(f"check_every: a multiple of thin={thin} with >= 4 draws per chunk, "
                          f"got {check_every}")
     if int(max_steps) < int(check_every):
-        raise ValueError(f"max_steps: must be >= check_every={check_every}, got {max_steps}")
+        raise ValueError(f"{max_name}: must be >= check_every={check_every}, got {max_steps}")
     if key is None and resume is None:
         raise ValueError("key: give a PRNG key for new chains, or resume= a previous run")
 
@@ -151,7 +160,7 @@ def sample_until_converged(kernel, model, key=None, *, target_rhat: float = 1.01
     if "thin" in chain_kwargs and int(chain_kwargs["thin"]) != thin:
         raise ValueError(f"thin: the resumed run used thin={thin}; use the same")
     chain_kwargs["thin"] = thin
-    _check_args(target_rhat, check_every, max_steps, thin, key, resume)
+    check_run_arguments(target_rhat, check_every, max_steps, thin, key, resume)
     new_only = ("n_chains", "burn_in", "init_labels")
     continued = {k: v for k, v in chain_kwargs.items() if k not in new_only}
     if pairs is None:
