@@ -32,8 +32,8 @@ from graphssl._device import take
 from graphssl.inference.mcmc.chains import Samples, sample_chains
 from graphssl.inference.mcmc.statistics import default_pairs, invariant_statistics, rhat_ess
 
-__all__ = ["ConvergenceCheck", "check_run_arguments", "run_statistics", "invariant_rhat", "trim_draws",
-           "sample_until_converged"]
+__all__ = ["ConvergenceCheck", "check_run_arguments", "run_statistics", "invariant_rhat",
+           "trim_draws", "sample_until_converged"]
 
 
 def run_statistics(samples: Samples, pairs, trace_statistics=()) -> dict:
