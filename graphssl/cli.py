@@ -233,6 +233,9 @@ def _load(args):
     if args.graph is not None:
         if args.dataset != "two_moons":
             raise ValueError("--graph: give either --graph or --dataset, not both")
+        if args.label_column != "-1":
+            raise ValueError("--label-column: only with a table (--dataset); a graph's labels "
+                             "come from --labels FILE or --label-attribute NAME")
         return cli_inputs.load_graph_problem(
             args.graph, features=args.features, labels=args.labels,
             label_attribute=args.label_attribute, unlabeled=unlabeled,
@@ -260,9 +263,9 @@ def _splits(problem, args) -> tuple[list[np.ndarray], bool]:
                 + (f" ({', '.join(map(repr, shown))})" if shown else "")
                 + "; label at least one point of each of two classes (unlabelled cells: "
                 "empty, -1, ? or --unlabeled-value)")
-        if args.n_splits != 1:
-            print("graphssl: the input marks its own unlabelled rows: 1 split, no accuracy",
-                  file=sys.stderr)
+        if args.n_splits != 1 or args.label_rate != _IDENTITY_DEFAULTS["label_rate"]:
+            print("graphssl: the input marks its own unlabelled rows: its labels are the one "
+                  "split (--n-splits and --label-rate unused), no accuracy", file=sys.stderr)
         return [np.flatnonzero(y >= 0)], False
     if not 0 < args.label_rate < 1:
         raise ValueError(f"--label-rate: must lie in (0, 1), got {args.label_rate}")

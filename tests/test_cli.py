@@ -265,6 +265,7 @@ def test_registry_accepts_new_models(tmp_path):
         (["run", "--graph", "g.txt"], "--graph"),
         (["run", "--graph", "missing.csv"], "does not exist"),
         (["run", "--features", "f.csv"], "--features: only with --graph"),
+        (["run", "--graph", "g.csv", "--label-column", "club"], "--label-column: only with"),
         (["frobnicate"], "invalid choice"),
         ([], "choose a command"),
     ],
