@@ -138,7 +138,11 @@ def _table(path: pathlib.Path, what: str) -> tuple[list[str], list[list[str]]]:
 
 
 def _by_node(ids: list[str], rows, nodes: list[str], what: str, path) -> dict:
-    table = dict(zip(ids, rows, strict=True))
+    table: dict = {}
+    for node, row in zip(ids, rows, strict=True):
+        if table.setdefault(node, row) != row:  # a repeated row that agrees is harmless
+            raise ValueError(f"{what}: node {node!r} has two different rows in {path} "
+                             f"({table[node]} and {row}); keep one")
     unknown = [i for i in ids if i not in set(nodes)]
     if unknown:
         raise ValueError(f"{what}: {len(unknown)} node(s) of {path} are not in the graph "
@@ -182,6 +186,9 @@ def load_graph_problem(graph_path, *, features=None, labels=None, label_attribut
             X = np.array([[float(c) for c in table[v]] for v in nodes], dtype=np.float64)
         except ValueError as err:
             raise ValueError(f"--features: non-numeric feature in {features} ({err})") from None
+        from graphssl.validation import check_features
+
+        check_features(X, name=f"--features {pathlib.Path(features).name}")  # before scaling
         X = standardize(X) if scale else X
     as_graph = getattr(graph_module, "as_graph", None)
     if as_graph is not None:

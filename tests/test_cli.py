@@ -185,6 +185,22 @@ def test_run_own_graph_edge_list_labels_features(tmp_path, capsys):
     assert accuracy > 0.8 and set(predicted.values()) == {"Mr. Hi", "Officer"}
 
 
+def test_graph_label_and_feature_files_are_checked_per_node(tmp_path):
+    (tmp_path / "edges.csv").write_text("a,b\nb,c\nc,d\n")
+    (tmp_path / "labels.csv").write_text("node,label\na,x\nd,y\na,x\n")  # a repeat agrees
+    problem = cli_inputs.load_graph_problem(tmp_path / "edges.csv",
+                                            labels=tmp_path / "labels.csv")
+    assert problem.y.tolist() == [0, -1, -1, 1]
+    (tmp_path / "clash.csv").write_text("node,label\na,x\nd,y\na,y\n")
+    with pytest.raises(ValueError, match="--labels: node 'a' has two different rows"):
+        cli_inputs.load_graph_problem(tmp_path / "edges.csv", labels=tmp_path / "clash.csv")
+    (tmp_path / "feats.csv").write_text("node,f\na,1\nb,inf\nc,2\nd,3\n")
+    with pytest.raises(ValueError, match=r"--features feats.csv: 1 rows contain NaN or inf "
+                                         r"\(first: \[1\]\)"):
+        cli_inputs.load_graph_problem(tmp_path / "edges.csv", labels=tmp_path / "labels.csv",
+                                      features=tmp_path / "feats.csv")
+
+
 def test_run_own_graphml_with_label_attribute(tmp_path, capsys):
     nx.write_graphml(nx.karate_club_graph(), tmp_path / "karate.graphml")
     argv = ["run", "--graph", str(tmp_path / "karate.graphml"), "--label-attribute", "club",
