@@ -277,6 +277,19 @@ def test_one_chain_is_never_reported_converged():
     assert convergence_report({"energy": np.vstack([mixing, mixing[:, ::-1]])}).converged
 
 
+def test_non_finite_statistics_fail_by_name():
+    """NaN or inf in a statistic is reported, not skipped as a column that never moves."""
+    from graphssl.inference.mcmc.statistics import convergence_report
+
+    energy = np.random.default_rng(2).normal(size=(4, 500))
+    energy[1, 7] = np.nan
+    energy[2, 9] = np.inf
+    report = convergence_report({"energy": energy})
+    assert not report.converged and report.failing == ("energy: 2 NaN / inf values of 2000",)
+    with pytest.raises(ValueError, match="max_draws: must be None or an integer >= 1"):
+        convergence_report({"energy": energy}, max_draws=0)
+
+
 def test_permutation_scrambles_indicators_not_invariants(run):
     """Permuted draws: label marginals ~ 1/3 everywhere, yet the invariant quantities are
     stable across chains (R-hat ~ 1) and blocks stay co-assigned."""

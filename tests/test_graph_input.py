@@ -116,6 +116,30 @@ def test_weights_outside_the_stored_float_range_are_rescaled_and_reported(karate
     assert graph.n_edges == A.nnz - 2
 
 
+def test_integer_weights_are_stored_as_floats():
+    """An int matrix (a networkx graph's default weights) gives float weights: a model built
+    on it keeps its float beta and field (they took the weights' int dtype and became 0)."""
+    from graphssl.models.potts import PottsModel
+
+    graph = Graph.from_networkx(nx.path_graph(4))
+    assert graph.weights.dtype.kind == "f"
+    model = PottsModel.create(graph, 2, beta=0.7, field=np.full((4, 2), 0.4))
+    assert float(model.beta) == pytest.approx(0.7)
+    assert float(model.field[0, 0]) == pytest.approx(0.4)
+
+
+def test_precomputed_neighbours_out_of_range_are_refused():
+    from graphssl.graph import knn_graph, knn_search
+
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    indices, distances = knn_search(X, 3)
+    for bad in (-1, 20):  # a scipy matrix built from them corrupted memory
+        wrong = indices.copy()
+        wrong[0, 0] = bad
+        with pytest.raises(ValueError, match=r"neighbors: indices must be integers in \[0, 20\)"):
+            knn_graph(X, 3, neighbors=(wrong, distances))
+
+
 def test_karate_club_with_potts_and_harmonic(karate):
     G, y, truth = karate
     potts = PottsClassifier().fit_graph(G, y)

@@ -77,6 +77,16 @@ def knn_graph(
             raise ValueError(
                 f"neighbors: expected (indices, distances) of shape ({np.shape(X)[0]}, k) each, "
                 f"got {indices.shape} and {distances.shape}; pass knn_search(X, k)")
+        n_points = np.shape(X)[0]
+        if (indices.ndim != 2 or indices.dtype.kind not in "iu" or indices.size and (
+                indices.min() < 0 or indices.max() >= n_points)):
+            raise ValueError(
+                f"neighbors: indices must be integers in [0, {n_points}) (rows of X), got "
+                f"dtype {indices.dtype} in [{indices.min() if indices.size else '-'}, "
+                f"{indices.max() if indices.size else '-'}]; pass knn_search(X, k)")
+        if not np.all(np.isfinite(distances)) or np.any(distances < 0):
+            raise ValueError("neighbors: distances must be finite and >= 0; pass "
+                             "knn_search(X, k)")
     _check_duplicates(distances, on_duplicates)
     n = indices.shape[0]
     rows = np.repeat(np.arange(n), indices.shape[1])

@@ -97,6 +97,8 @@ class Graph:
             raise ValueError("matrix: weights must be finite and non-negative")
         if dtype is not None:
             weights = weights.astype(dtype)
+        elif weights.dtype.kind != "f":  # integer or boolean weights: a model's beta and
+            weights = weights.astype(np.float64)  # field take the weights' dtype
         convert = host_array if on_host else to_device  # either way nothing is compiled
         return cls(
             senders=convert(rows[keep], np.int32),

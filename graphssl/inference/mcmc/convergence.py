@@ -113,6 +113,8 @@ def check_run_arguments(target_rhat, check_every, max_steps, thin, key, resume, 
     if (isinstance(target_rhat, bool) or not isinstance(target_rhat, numbers.Real)
             or not target_rhat > 1.0):
         raise ValueError(f"target_rhat: must be a number > 1 (e.g. 1.01), got {target_rhat!r}")
+    if isinstance(thin, bool) or not isinstance(thin, numbers.Integral) or thin < 1:
+        raise ValueError(f"thin: must be an integer >= 1, got {thin!r}")
     for name, value in (("check_every", check_every), (max_name, max_steps)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise ValueError(f"{name}: must be a whole number of steps, got {value!r}")

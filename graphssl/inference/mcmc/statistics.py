@@ -131,6 +131,8 @@ def thin_draws(x, max_draws: int | None):
     """``x[:, ::step]`` with the smallest step leaving at most ``max_draws`` draws per chain
     (axis 1); ``x`` unchanged when ``max_draws`` is None or not exceeded."""
     x = np.asarray(x)
+    if max_draws is not None and (isinstance(max_draws, bool) or int(max_draws) < 1):
+        raise ValueError(f"max_draws: must be None or an integer >= 1, got {max_draws!r}")
     if max_draws is None or x.shape[1] <= max_draws:
         return x
     step = -(-x.shape[1] // int(max_draws))
@@ -319,7 +321,8 @@ def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: flo
     """R-hat / ESS rule over ``statistics = {name: [chains, draws] or [chains, draws, k]}``
     (e.g. :func:`invariant_statistics`, plus any continuous parameters).
 
-    A column constant over every draw is skipped. One chain never passes: R-hat compares
+    A column constant over every draw is skipped; one holding NaN or inf fails, named. One
+    chain never passes: R-hat compares
     chains, and without a second one it cannot be computed. Traces longer than
     ``max_draws`` per chain are thinned first (:func:`thin_draws`). ``column_names =
     {name: [str] * k}`` names the columns in ``failing`` (default their index, e.g.
@@ -338,6 +341,11 @@ def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: flo
             names = column_names.get(name)
             label = name if x.shape[2] == 1 and names is None else (
                 f"{name}[{k if names is None else names[k]}]")
+            bad = int(np.count_nonzero(~np.isfinite(x[:, :, k])))
+            if bad:  # R-hat skips such a column as if it never moved: say what it holds
+                failing.append((np.inf, f"{label}: {bad} NaN / inf values of "
+                                        f"{x.shape[0] * x.shape[1]}"))
+                continue
             if np.isfinite(r[k]) and r[k] > rhat_max:
                 failing.append((r[k] - rhat_max, f"{label}: {_rhat_text(x[:, :, k], r[k])}"))
             if np.isfinite(e[k]) and e[k] < ess_min:
