@@ -159,6 +159,14 @@ def test_thinning_and_argument_errors(kernels, models):
         sample_chains(kernel, model, jax.random.key(0), thin=0)
     with pytest.raises(ValueError, match="init_labels"):
         sample_chains(kernel, model, jax.random.key(0), init_labels=np.zeros(3, int))
+    n, q = model.n_nodes, int(model.n_classes)
+    for start in (np.full(n, q), np.full(n, -1), np.full(n, 0.5)):  # q: a NaN MAP energy
+        with pytest.raises(ValueError, match=f"init_labels: must be class indices in 0..{q - 1}"):
+            sample_chains(kernel, model, jax.random.key(0), init_labels=start)
+    with pytest.raises(ValueError, match=f"resume: the run holds chains over 3 nodes, the "
+                                         f"model has {n}"):
+        sample_chains(kernel, model, jax.random.key(0), n_samples=2,
+                      resume=thin._replace(chain_map_labels=thin.chain_map_labels[:, :3]))
 
 
 def test_icm_reaches_single_site_minimum(models, exact):

@@ -275,6 +275,22 @@ def _check_run_args(n_chains, n_samples, burn_in, thin):
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
+def _check_init_labels(init_labels, model) -> None:
+    """Starting labels must be whole classes in ``0..q-1`` (a class 5 of a 2-class model
+    gave a NaN MAP energy; 0.5 was truncated to 0). Traced labels are not checked."""
+    if isinstance(init_labels, jax.core.Tracer):
+        return
+    values = np.asarray(init_labels)
+    n_classes = int(getattr(model, "n_classes", 0) or 0)
+    whole = values.dtype.kind in "iub" or (
+        values.dtype.kind == "f" and np.all(np.isfinite(values)) and np.all(values % 1 == 0))
+    if not whole or (values.size and (values.min() < 0 or (n_classes and
+                                                           values.max() >= n_classes))):
+        raise ValueError(f"init_labels: must be class indices in 0..{n_classes - 1}, got "
+                         f"values in [{values.min() if values.size else '-'}, "
+                         f"{values.max() if values.size else '-'}] of dtype {values.dtype}")
+
+
 def _initial_carry(kernel, model, key, n_chains, init_labels, energy_fn=label_energy,
                    batched_model=False):
     init_key, chains_key = jax.random.split(key)
@@ -283,6 +299,7 @@ def _initial_carry(kernel, model, key, n_chains, init_labels, energy_fn=label_en
     if init_labels is None:
         return chain_keys, _init_fn(kernel.init, False, energy_fn, batched_model)(
             model, init_keys, None)
+    _check_init_labels(init_labels, model)
     init_labels = jnp.asarray(init_labels, jnp.int32)
     if init_labels.shape == (model.n_nodes,):
         init_labels = jnp.broadcast_to(init_labels, (n_chains, model.n_nodes))
@@ -371,6 +388,10 @@ def sample_chains(
         if thin != resume.thin and thin != 1:
             raise ValueError(f"thin={thin} differs from the resumed run's thin={resume.thin}")
         thin, burn_in = resume.thin, resume.burn_in
+        held = np.shape(resume.chain_map_labels)[-1]
+        if not batched_model and held != model.n_nodes:
+            raise ValueError(f"resume: the run holds chains over {held} nodes, the model has "
+                             f"{model.n_nodes}; resume a run of this model")
         chain_keys = resume.chain_keys
         n_chains = chain_keys.shape[0]
         carry = (resume.final_state, resume.chain_map_energy, resume.chain_map_labels)
