@@ -2,6 +2,7 @@
 arguments continues from its last checkpoint and gives the draws of an uninterrupted run."""
 
 import dataclasses
+import io
 import json
 import os
 import signal
@@ -142,6 +143,23 @@ def test_mismatched_or_bad_checkpoint_arguments(setup, tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(ValueError, match="is a file"):
         sample_chains(kernel, model, jax.random.key(7), checkpoint=tmp_path / "file", **RUN)
+    # damaged draws files: truncated (BadZipFile) or holding another run's chains
+    draws = sorted(folder.glob("draws-*.npz"))
+    whole = draws[0].read_bytes()
+    draws[0].write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ValueError, match=f"{draws[0].name} is not a readable .*BadZipFile"):
+        sample_chains(kernel, model, jax.random.key(7), checkpoint=folder,
+                      **(RUN | {"n_samples": 12}))
+    with np.load(io.BytesIO(whole)) as data:
+        arrays = {name: data[name] for name in data.files}
+    np.savez(draws[0], **(arrays | {"labels": arrays["labels"][:1], "energy": arrays["energy"][:1]}))
+    with pytest.raises(ValueError, match="does not hold this run's draws"):
+        sample_chains(kernel, model, jax.random.key(7), checkpoint=folder,
+                      **(RUN | {"n_samples": 12}))
+    state = (folder / "state.npz").read_bytes()
+    (folder / "state.npz").write_bytes(state[:-20])  # truncated state: BadZipFile, named
+    with pytest.raises(ValueError, match="state.npz is not a readable"):
+        sample_chains(kernel, model, jax.random.key(7), checkpoint=folder, **RUN)
     (folder / "state.npz").write_bytes(b"garbage")
     with pytest.raises(ValueError, match="not a readable"):
         sample_chains(kernel, model, jax.random.key(7), checkpoint=folder, **RUN)

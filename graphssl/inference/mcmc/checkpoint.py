@@ -52,6 +52,7 @@ import functools
 import hashlib
 import json
 import os
+import zipfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -227,15 +228,16 @@ def load(folder, expected: dict) -> Checkpoint | None:
     path = folder / STATE
     if not path.exists():
         return None
+    state = _read_npz(path)
     try:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-            chain_keys = data["chain_keys"]
-            n_leaves = sum(name.startswith("carry/") for name in data.files)
-            carry = [data[f"carry/{i}"] for i in range(n_leaves)]
-    except (OSError, ValueError, KeyError) as err:
+        meta = json.loads(str(state["meta"]))
+        chain_keys = state["chain_keys"]
+        n_leaves = sum(name.startswith("carry/") for name in state)
+        carry = [state[f"carry/{i}"] for i in range(n_leaves)]
+    except (ValueError, KeyError) as err:
         raise ValueError(f"checkpoint: {path} is not a readable sample_chains checkpoint "
-                         f"({err}); delete the folder or pass another checkpoint path") from err
+                         f"({type(err).__name__}: {err}); delete the folder or pass another "
+                         "checkpoint path") from None
     if meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise ValueError(f"checkpoint: {path} has format {meta.get('format')!r} version "
                          f"{meta.get('version')!r}; expected {FORMAT!r} version {VERSION}")
@@ -251,11 +253,32 @@ def load(folder, expected: dict) -> Checkpoint | None:
         if not chunk.exists():
             raise ValueError(f"checkpoint: {chunk} is missing; the checkpoint in {folder} is "
                              "incomplete: delete the folder to start afresh")
-        with np.load(chunk, allow_pickle=False) as data:
-            stats = {name[len("stats/"):]: data[name] for name in data.files
-                     if name.startswith("stats/")}
-            chunks.append((data["labels"], data["energy"], stats))
+        data = _read_npz(chunk)
+        stats = {name[len("stats/"):]: data[name] for name in data if name.startswith("stats/")}
+        labels, energy = data.get("labels"), data.get("energy")
+        if (labels is None or energy is None or labels.ndim != 3
+                or labels.shape[0] != len(chain_keys) or energy.shape != labels.shape[:2]):
+            raise ValueError(f"checkpoint: {chunk} does not hold this run's draws (expected "
+                             f"labels [{len(chain_keys)} chains, draws, nodes]); delete the "
+                             "folder to start afresh")
+        chunks.append((labels, energy, stats))
+    held = sum(labels.shape[1] for labels, _, _ in chunks)
+    if held != int(meta["n_draws"]) or len({c[0].shape[2] for c in chunks}) > 1:
+        raise ValueError(f"checkpoint: the draws files in {folder} hold {held} draws, its state "
+                         f"says {meta['n_draws']}; delete the folder to start afresh")
     return Checkpoint(meta, chain_keys, carry, chunks)
+
+
+def _read_npz(path: Path) -> dict:
+    """Every array of an ``.npz`` file, or a ``ValueError`` naming the file when it is
+    damaged (truncated: ``BadZipFile`` / ``EOFError``; unreadable: ``OSError``)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {name: data[name] for name in data.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise ValueError(f"checkpoint: {path} is not a readable sample_chains checkpoint file "
+                         f"({type(err).__name__}: {err}); delete the folder {path.parent} to "
+                         "start afresh") from None
 
 
 def restore(template, leaves, key_impl) -> Any:
