@@ -152,7 +152,8 @@ def test_mismatched_or_bad_checkpoint_arguments(setup, tmp_path):
                       **(RUN | {"n_samples": 12}))
     with np.load(io.BytesIO(whole)) as data:
         arrays = {name: data[name] for name in data.files}
-    np.savez(draws[0], **(arrays | {"labels": arrays["labels"][:1], "energy": arrays["energy"][:1]}))
+    one_chain = {"labels": arrays["labels"][:1], "energy": arrays["energy"][:1]}
+    np.savez(draws[0], **(arrays | one_chain))
     with pytest.raises(ValueError, match="does not hold this run's draws"):
         sample_chains(kernel, model, jax.random.key(7), checkpoint=folder,
                       **(RUN | {"n_samples": 12}))
