@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from graphssl.inference import chromatic_gibbs, sample_chains
+from graphssl.inference import chromatic_gibbs, sample_chains, sequential_gibbs
 from graphssl.inference.mcmc.gibbs import (
     bucket_logits,
     color_classes,
@@ -203,3 +203,16 @@ def test_prepared_model_gives_the_same_sweep(models, layout):
     np.testing.assert_array_equal(np.asarray(step_both(model, key, state)[0].labels),
                                   np.asarray(step_both(ready2, key, state)[0].labels))
     assert float(ready2.energy(state.labels)) == float(model.energy(state.labels))
+
+
+def test_sequential_order_must_visit_every_node_once(models):
+    model = models[(True, True)]
+    n = model.n_nodes
+    reversed_sweep = sample_chains(sequential_gibbs(np.arange(n)[::-1]), model,
+                                   jax.random.key(0), n_chains=2, n_samples=3, burn_in=1)
+    assert reversed_sweep.labels.shape == (2, 3, n)
+    for order in (np.arange(n - 1), np.r_[np.arange(n - 1), n + 90], np.r_[0, np.arange(n - 1)]):
+        with pytest.raises(ValueError, match=f"order: must be a permutation of 0..{n - 1}"):
+            sample_chains(sequential_gibbs(order), model, jax.random.key(0), n_samples=2)
+    with pytest.raises(ValueError, match="order: a 1-D array of node indices"):
+        sequential_gibbs(np.full(n, 0.5))

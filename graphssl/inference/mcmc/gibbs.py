@@ -167,9 +167,28 @@ def sequential_gibbs(order: np.ndarray | None = None) -> Kernel:
     nodes), so it is exact for any pairwise model; cost per sweep is ``n`` single-node
     conditionals from the tables.
     """
-    order = None if order is None else np.asarray(order, dtype=np.int32)
+    if order is None:
+        return Kernel(pairwise_init, jax.tree_util.Partial(_sequential_step, None), None,
+                      pairwise_check)
+    values = np.asarray(order)
+    if values.ndim != 1 or values.dtype.kind not in "iu":
+        raise ValueError(f"order: a 1-D array of node indices, got shape {values.shape} of "
+                         f"dtype {values.dtype}")
+    order = values.astype(np.int32)
     step = jax.tree_util.Partial(_sequential_step, order)
-    return Kernel(pairwise_init, step, None, pairwise_check)
+    return Kernel(pairwise_init, step, None, functools.partial(_check_order, order))
+
+
+def _check_order(order: np.ndarray, model) -> None:
+    """A sweep visits every node once: ``order`` must be a permutation of ``0..n-1`` (an
+    index past ``n`` was dropped and a missing node never updated, both silently)."""
+    pairwise_check(model)
+    n = int(model.n_nodes)
+    if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
+        raise ValueError(f"order: must be a permutation of 0..{n - 1} (every node of the "
+                         f"model once), got {order.size} indices in "
+                         f"[{order.min() if order.size else '-'}, "
+                         f"{order.max() if order.size else '-'}]")
 
 
 def degree_buckets(
