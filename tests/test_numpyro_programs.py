@@ -341,6 +341,22 @@ def test_rule_refuses_nuts_on_normaliser_and_non_separable_sites():
         mcmc.run(jax.random.key(0), GRAPH, LABELS)
 
 
+def test_label_block_refuses_a_kernel_of_another_graph_and_a_signed_beta_prior():
+    """A chromatic kernel coloured for a 5-node graph left nodes 5..7 of the 8-node field
+    unsampled (``sample_chains`` refuses it; the label block did not); a ``beta`` prior with
+    mass below 0 makes Swendsen-Wang's bond probabilities no probabilities."""
+    small = Graph.from_scipy(np.diag(np.ones(4), 1) + np.diag(np.ones(4), -1))
+    mcmc = MCMC(label_field_gibbs(potts_program, chromatic_gibbs(small), continuous=False),
+                num_warmup=1, num_samples=1, progress_bar=False)
+    with pytest.raises(ValueError, match="colors: expected one colour per node"):
+        mcmc.run(jax.random.key(0), GRAPH, LABELS, 2, beta=0.7)
+    mcmc = MCMC(label_field_gibbs(potts_program, swendsen_wang(), exchange=("beta",),
+                                  continuous=False), num_warmup=1, num_samples=1,
+                progress_bar=False)
+    with pytest.raises(ValueError, match=r"beta_prior: its support must lie in \[0, inf\)"):
+        mcmc.run(jax.random.key(0), GRAPH, LABELS, 2, clamp=True, beta_prior=dist.Normal(0, 1))
+
+
 # ----------------------------------------------------------------------------- diffusion mixture
 
 

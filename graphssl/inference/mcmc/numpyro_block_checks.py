@@ -33,8 +33,8 @@ from numpyro.infer.gibbs import GIBBS_SITES_KWARG, conditioned, prototype_trace
 
 from graphssl.models.numpyro.fields import LabelField
 
-__all__ = ["check_block_once", "check_label_block", "check_normaliser", "check_separable",
-           "run_compiled", "site_log_prob", "static_facts"]
+__all__ = ["check_block_once", "check_kernel_fits", "check_label_block", "check_normaliser",
+           "check_separable", "run_compiled", "site_log_prob", "static_facts"]
 
 
 def _is_concrete(tree) -> bool:
@@ -105,6 +105,19 @@ def check_label_block(block, values, model_args, model_kwargs) -> None:
                          "LabelField (e.g. PottsField.create(graph, q, ...))")
     check_separable(block, values, *sizes, model_args, model_kwargs)
     check_normaliser(block, values, model_args, model_kwargs)
+    check_kernel_fits(block, values, model_args, model_kwargs)
+
+
+def check_kernel_fits(block, values, model_args, model_kwargs) -> None:
+    """The block's kernel accepts the program's field (its own ``check``, as
+    ``sample_chains`` runs it): a chromatic kernel coloured for another graph left the nodes
+    past its colouring unsampled, silently."""
+    kernel = getattr(block, "kernel", None)
+    if kernel is None or getattr(kernel, "check", None) is None:
+        return
+    field = run_compiled(lambda v: block.conditional(v, model_args, model_kwargs)[0], values)
+    with jax.ensure_compile_time_eval():  # inside numpyro's jit the check's jnp ops run now
+        kernel.check(field)
 
 
 def check_separable(block, values, n, q, model_args, model_kwargs) -> None:
