@@ -128,6 +128,17 @@ def test_integer_weights_are_stored_as_floats():
     assert float(model.field[0, 0]) == pytest.approx(0.4)
 
 
+def test_unreached_nodes_wants_a_mask():
+    from graphssl.graph import unreached_nodes
+
+    graph = as_graph(np.array([[0, 1], [1, 0], [2, 3]]), 5)  # 0-1, 2-3 and an isolated 4
+    labels = np.array([0, -1, -1, -1, -1])
+    np.testing.assert_array_equal(unreached_nodes(graph, labels >= 0), [0, 0, 1, 1, 1])
+    for wrong in (labels, np.ones(3, bool)):  # -1 read as True marked the wrong nodes
+        with pytest.raises(ValueError, match="observed: a boolean mask of shape"):
+            unreached_nodes(graph, wrong)
+
+
 def test_precomputed_neighbours_out_of_range_are_refused():
     from graphssl.graph import knn_graph, knn_search
 

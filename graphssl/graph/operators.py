@@ -122,8 +122,14 @@ def connected_components(graph: Graph) -> tuple[int, np.ndarray]:
 
 def unreached_nodes(graph: Graph, observed) -> np.ndarray:
     """``bool[n]``: nodes in a (weakly) connected component with no observed node; no label
-    can reach them along the graph."""
-    observed = np.asarray(observed, dtype=bool)
+    can reach them along the graph. ``observed``: ``bool[n]``, True where a label is known
+    (a label vector with ``-1`` for unlabelled is refused: read as a mask it marks the
+    wrong nodes; pass ``labels >= 0``)."""
+    observed = np.asarray(observed)
+    if observed.shape != (graph.n_nodes,) or observed.dtype.kind != "b":
+        raise ValueError(f"observed: a boolean mask of shape ({graph.n_nodes},), got dtype "
+                         f"{observed.dtype} of shape {observed.shape}; for a label vector "
+                         "with -1 for unlabelled pass labels >= 0")
     n_components, component = connected_components(graph)
     if n_components == 1:
         return np.zeros(graph.n_nodes, dtype=bool)

@@ -159,6 +159,11 @@ def test_thinning_and_argument_errors(kernels, models):
         sample_chains(kernel, model, jax.random.key(0), thin=0)
     with pytest.raises(ValueError, match="init_labels"):
         sample_chains(kernel, model, jax.random.key(0), init_labels=np.zeros(3, int))
+    for key in (0, None, "abc", jax.random.split(jax.random.key(0), 2)):
+        with pytest.raises(ValueError, match="key: one PRNG key"):
+            sample_chains(kernel, model, key, n_samples=2)
+    with pytest.raises(ValueError, match="n_chains must be an integer >= 1, got 2.0"):
+        sample_chains(kernel, model, jax.random.key(0), n_chains=2.0)
     n, q = model.n_nodes, int(model.n_classes)
     for start in (np.full(n, q), np.full(n, -1), np.full(n, 0.5)):  # q: a NaN MAP energy
         with pytest.raises(ValueError, match=f"init_labels: must be class indices in 0..{q - 1}"):

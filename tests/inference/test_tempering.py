@@ -21,6 +21,10 @@ def test_coupling_ladder_is_even_in_log_scale():
         coupling_ladder(0.0, 4)
     with pytest.raises(ValueError, match="n_replicas"):
         coupling_ladder(0.5, 1)
+    with pytest.raises(ValueError, match="n_replicas"):
+        coupling_ladder(0.5, 2.5)  # was 2 copies, silently
+    with pytest.raises(ValueError, match="weakest"):
+        coupling_ladder(1.0, 4)  # was [1, 1, 1, 1], which replica_exchange refuses
 
 
 @pytest.mark.parametrize("scales", [[0.5], [0.2, 0.5], [0.5, 0.2, 1.0], [-0.1, 1.0],

@@ -20,6 +20,7 @@ again continues from there with the same draws.
 from __future__ import annotations
 
 import functools
+import numbers
 from typing import Any, NamedTuple
 
 import jax
@@ -271,8 +272,23 @@ def _chunks(total: int, size: int) -> list[int]:
 def _check_run_args(n_chains, n_samples, burn_in, thin):
     for name, value, low in (("n_chains", n_chains, 1), ("n_samples", n_samples, 0),
                              ("burn_in", burn_in, 0), ("thin", thin, 1)):
-        if int(value) != value or value < low:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _check_key(key) -> None:
+    """One PRNG key: ``jax.random.key(seed)`` (or a legacy ``uint32[2]`` ``PRNGKey``)."""
+    if isinstance(key, jax.core.Tracer):
+        return
+    typed = isinstance(key, jax.Array) and jax.dtypes.issubdtype(key.dtype,
+                                                                  jax.dtypes.prng_key)
+    legacy = (isinstance(key, jax.Array | np.ndarray) and key.dtype == np.uint32
+              and key.shape == (2,))
+    if not ((typed and key.shape == ()) or legacy):
+        raise ValueError(f"key: one PRNG key, jax.random.key(seed), got "
+                         f"{type(key).__name__} {getattr(key, 'shape', '')}".rstrip()
+                         + "; for several runs split it and call once per key, or pass "
+                         "resume= to continue a run")
 
 
 def _check_init_labels(init_labels, model) -> None:
@@ -370,6 +386,8 @@ def sample_chains(
     """
     energy_fn = label_energy if energy is None else energy
     _check_run_args(n_chains, n_samples, burn_in, thin)
+    if resume is None:
+        _check_key(key)
     check_model(kernel, model)  # host-side: e.g. an asymmetric pairwise table -> ValueError
     dtype = storage_dtype(model.n_classes)
     n_total = resume.chain_keys.shape[0] if resume is not None else n_chains

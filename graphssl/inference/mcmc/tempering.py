@@ -29,6 +29,7 @@ tables' ``coupling`` is multiplied by ``s_r`` (:class:`CouplingScaled`).
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import NamedTuple
 
 import jax
@@ -93,10 +94,12 @@ class CouplingScaled:
 
 def coupling_ladder(weakest: float, n_replicas: int) -> np.ndarray:
     """``n_replicas`` scales from ``weakest`` to 1, evenly spaced in ``log s`` (for a Boltzmann
-    MRF, evenly in ``alpha_0``: ``A_ij = e^{alpha_0} k_ij``); ``weakest`` in (0, 1]."""
-    if not 0.0 < float(weakest) <= 1.0:
-        raise ValueError(f"weakest: a scale in (0, 1], got {weakest!r}")
-    if int(n_replicas) < 2:
+    MRF, evenly in ``alpha_0``: ``A_ij = e^{alpha_0} k_ij``); ``weakest`` in (0, 1), a
+    whole ``n_replicas >= 2``."""
+    if not 0.0 < float(weakest) < 1.0:  # 1.0 made every copy the model itself
+        raise ValueError(f"weakest: a scale in (0, 1), got {weakest!r}")
+    if (isinstance(n_replicas, bool) or not isinstance(n_replicas, numbers.Integral)
+            or n_replicas < 2):
         raise ValueError(f"n_replicas: at least 2 copies, got {n_replicas!r}")
     return np.exp(np.linspace(np.log(float(weakest)), 0.0, int(n_replicas)))
 
