@@ -322,11 +322,10 @@ def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: flo
     (e.g. :func:`invariant_statistics`, plus any continuous parameters).
 
     A column constant over every draw is skipped; one holding NaN or inf fails, named. One
-    chain never passes: R-hat compares
-    chains, and without a second one it cannot be computed. Traces longer than
-    ``max_draws`` per chain are thinned first (:func:`thin_draws`). ``column_names =
-    {name: [str] * k}`` names the columns in ``failing`` (default their index, e.g.
-    ``class_sizes[1]``).
+    chain never passes: R-hat compares chains, and without a second one it cannot be
+    computed. Traces longer than ``max_draws`` per chain are thinned first
+    (:func:`thin_draws`). ``column_names = {name: [str] * k}`` names the columns in
+    ``failing`` (default their index, e.g. ``class_sizes[1]``).
     """
     column_names = column_names or {}
     rhat, ess, failing = {}, {}, []

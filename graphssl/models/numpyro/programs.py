@@ -67,7 +67,8 @@ def _check_nonnegative_support(prior) -> None:
     lower = getattr(getattr(prior, "support", None), "lower_bound", None)
     try:
         ok = lower is not None and bool(np.all(np.asarray(lower) >= 0))
-    except (TypeError, jax.errors.ConcretizationTypeError):  # a traced bound: not checkable
+    except (TypeError, jax.errors.ConcretizationTypeError,
+            jax.errors.TracerArrayConversionError):  # a traced bound: not checkable here
         return
     if not ok:
         raise ValueError(f"beta_prior: its support must lie in [0, inf) (the Potts coupling "
