@@ -211,6 +211,9 @@ def test_weight_schemes(points):
     norms = np.linalg.norm(text, axis=1)
     cos = text @ text.T / np.outer(norms, norms)
     np.testing.assert_allclose(c[c > 0], np.exp(-(1 - cos[c > 0]) / 0.5))
+    for t in (0.0, -1.0, np.nan):  # 0 gave all-zero weights, < 0 weights above 1
+        with pytest.raises(ValueError, match="t: the cosine weights' temperature"):
+            G.knn_graph(text, 3, weight="cosine", t=t)
 
 
 def test_length_scale_weights_eq39(points):

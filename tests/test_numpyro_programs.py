@@ -355,6 +355,12 @@ def test_label_block_refuses_a_kernel_of_another_graph_and_a_signed_beta_prior()
                 progress_bar=False)
     with pytest.raises(ValueError, match=r"beta_prior: its support must lie in \[0, inf\)"):
         mcmc.run(jax.random.key(0), GRAPH, LABELS, 2, clamp=True, beta_prior=dist.Normal(0, 1))
+    plain = MCMC(label_field_gibbs(potts_program, swendsen_wang(), continuous=False),
+                 num_warmup=1, num_samples=1, progress_bar=False)
+    with pytest.raises(ValueError, match="beta: a finite coupling >= 0"):
+        plain.run(jax.random.key(0), GRAPH, LABELS, 2, beta=float("nan"))
+    with pytest.raises(ValueError, match=r"pairs: int\[P, 2\] node indices in 0..7"):
+        plain.run(jax.random.key(0), GRAPH, LABELS, 2, beta=0.7, pairs=np.array([[0, 99]]))
 
 
 # ----------------------------------------------------------------------------- diffusion mixture

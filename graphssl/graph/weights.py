@@ -4,6 +4,8 @@ docstring lists the schemes with their equations."""
 
 from __future__ import annotations
 
+import numbers
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -95,6 +97,9 @@ def _edge_weights(X, rows, cols, distances, weight, sigma, t, knn_distances=None
     if weight == "distance":
         return distances.copy()
     if weight == "cosine":
+        if isinstance(t, bool) or not isinstance(t, numbers.Real) or not 0 < t < np.inf:
+            raise ValueError(f"t: the cosine weights' temperature exp(-(1 - cos) / t) must be "
+                             f"a positive number, got {t!r}")
         return np.exp(-(1.0 - _cosine_similarity_rows(X, rows, cols)) / t)
     if weight != "gaussian":
         raise ValueError(

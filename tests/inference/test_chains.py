@@ -164,6 +164,9 @@ def test_thinning_and_argument_errors(kernels, models):
             sample_chains(kernel, model, key, n_samples=2)
     with pytest.raises(ValueError, match="n_chains must be an integer >= 1, got 2.0"):
         sample_chains(kernel, model, jax.random.key(0), n_chains=2.0)
+    for chunk in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="chunk_size must be None or an integer >= 1"):
+            sample_chains(kernel, model, jax.random.key(0), n_samples=4, chunk_size=chunk)
     n, q = model.n_nodes, int(model.n_classes)
     for start in (np.full(n, q), np.full(n, -1), np.full(n, 0.5)):  # q: a NaN MAP energy
         with pytest.raises(ValueError, match=f"init_labels: must be class indices in 0..{q - 1}"):

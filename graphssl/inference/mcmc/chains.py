@@ -386,6 +386,9 @@ def sample_chains(
     """
     energy_fn = label_energy if energy is None else energy
     _check_run_args(n_chains, n_samples, burn_in, thin)
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(
+            chunk_size, numbers.Integral) or chunk_size < 1):
+        raise ValueError(f"chunk_size must be None or an integer >= 1, got {chunk_size!r}")
     if resume is None:
         _check_key(key)
     check_model(kernel, model)  # host-side: e.g. an asymmetric pairwise table -> ValueError

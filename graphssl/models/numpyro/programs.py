@@ -57,7 +57,16 @@ __all__ = [
 
 
 def _pairs(pairs, n):
-    return default_pairs(n) if pairs is None else np.asarray(pairs)
+    """The co-assignment pairs recorded beside the labels: ``int[P, 2]`` node indices in
+    ``0..n-1`` (one out of range was clamped by JAX's gather: a wrong pair, silently)."""
+    if pairs is None:
+        return default_pairs(n)
+    pairs = np.asarray(pairs)
+    if (pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype.kind not in "iu"
+            or (pairs.size and (pairs.min() < 0 or pairs.max() >= n))):
+        raise ValueError(f"pairs: int[P, 2] node indices in 0..{n - 1}, got shape "
+                         f"{pairs.shape} of dtype {pairs.dtype}")
+    return pairs
 
 
 def _check_nonnegative_support(prior) -> None:
@@ -94,6 +103,9 @@ def potts_program(graph, labels, n_classes: int | None = None, *, beta=1.0, clam
     if beta_prior is not None:
         _check_nonnegative_support(beta_prior)
         beta = numpyro.sample("beta", beta_prior)
+    elif not isinstance(beta, jax.core.Tracer) and not (np.all(np.isfinite(beta))
+                                                        and np.all(np.asarray(beta) >= 0)):
+        raise ValueError(f"beta: a finite coupling >= 0, got {beta!r}")
     field = PottsField(base.with_beta(beta))
     y = numpyro.sample("labels", field)
     record_label_statistics(y, field, _pairs(pairs, graph.n_nodes))
