@@ -26,6 +26,7 @@ __all__ = [
     "check_k",
     "check_same_length",
     "encode_labels",
+    "is_whole",
     "warn_conflicting_duplicates",
     "seed_from_random_state",
 ]
@@ -315,6 +316,14 @@ def check_class_mass_rule(value, name: str = "class_mass_normalize"):
         return bool(value)
     raise ValueError(f"{name}: use 'auto', True (class masses), 'counts' (class counts) or "
                      f"False, got {value!r}")
+
+
+def is_whole(value, least: int) -> bool:
+    """Whether ``value`` is an integer (Python or NumPy, not a bool, not ``2.0``) ``>= least``:
+    the test behind every count argument (chains, draws, steps, copies); each caller words
+    its own error."""
+    return (not isinstance(value, bool) and isinstance(value, numbers.Integral)
+            and value >= least)
 
 
 def check_k(k, n: int, *, name: str = "k") -> int:

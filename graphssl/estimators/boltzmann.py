@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import numbers
 import sys
 import time
 
@@ -28,7 +27,7 @@ from graphssl.models.boltzmann import (
     pair_geometry,
     pair_sq_distances,
 )
-from graphssl.validation import check_class_mass_rule
+from graphssl.validation import check_class_mass_rule, is_whole
 
 __all__ = ["BoltzmannMRFClassifier", "weights_as_sq_distances"]
 
@@ -282,8 +281,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         for name, least in (("n_restarts", 1), ("max_iter", 1), ("n_chains", 1),
                             ("n_samples", 1), ("burn_in", 0)):
             value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
-                    or value < least):
+            if not is_whole(value, least):
                 raise ValueError(f"{name}: must be an integer >= {least}, got {value!r}")
         check_progress(self.progress)
         check_class_mass_rule(self.class_mass_normalize)

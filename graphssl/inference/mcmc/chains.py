@@ -20,7 +20,6 @@ again continues from there with the same draws.
 from __future__ import annotations
 
 import functools
-import numbers
 from typing import Any, NamedTuple
 
 import jax
@@ -42,6 +41,7 @@ from graphssl.models.protocol import (
     conditional_logits_from_tables,
     pairwise_tables,
 )
+from graphssl.validation import is_whole
 
 __all__ = [
     "Samples",
@@ -272,7 +272,7 @@ def _chunks(total: int, size: int) -> list[int]:
 def _check_run_args(n_chains, n_samples, burn_in, thin):
     for name, value, low in (("n_chains", n_chains, 1), ("n_samples", n_samples, 0),
                              ("burn_in", burn_in, 0), ("thin", thin, 1)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        if not is_whole(value, low):
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
@@ -386,8 +386,7 @@ def sample_chains(
     """
     energy_fn = label_energy if energy is None else energy
     _check_run_args(n_chains, n_samples, burn_in, thin)
-    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(
-            chunk_size, numbers.Integral) or chunk_size < 1):
+    if chunk_size is not None and not is_whole(chunk_size, 1):
         raise ValueError(f"chunk_size must be None or an integer >= 1, got {chunk_size!r}")
     if resume is None:
         _check_key(key)

@@ -31,6 +31,7 @@ import numpy as np
 from graphssl._device import take
 from graphssl.inference.mcmc.chains import Samples, sample_chains
 from graphssl.inference.mcmc.statistics import default_pairs, invariant_statistics, rhat_ess
+from graphssl.validation import is_whole
 
 __all__ = ["ConvergenceCheck", "check_run_arguments", "run_statistics", "invariant_rhat",
            "trim_draws", "sample_until_converged"]
@@ -113,10 +114,10 @@ def check_run_arguments(target_rhat, check_every, max_steps, thin, key, resume, 
     if (isinstance(target_rhat, bool) or not isinstance(target_rhat, numbers.Real)
             or not target_rhat > 1.0):
         raise ValueError(f"target_rhat: must be a number > 1 (e.g. 1.01), got {target_rhat!r}")
-    if isinstance(thin, bool) or not isinstance(thin, numbers.Integral) or thin < 1:
+    if not is_whole(thin, 1):
         raise ValueError(f"thin: must be an integer >= 1, got {thin!r}")
     for name, value in (("check_every", check_every), (max_name, max_steps)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if not is_whole(value, 0):
             raise ValueError(f"{name}: must be a whole number of steps, got {value!r}")
     if int(check_every) < 4 * thin or int(check_every) % thin:
         raise ValueError(f"check_every: a multiple of thin={thin} with >= 4 draws per chunk, "

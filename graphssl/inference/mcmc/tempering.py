@@ -29,7 +29,6 @@ tables' ``coupling`` is multiplied by ``s_r`` (:class:`CouplingScaled`).
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from typing import NamedTuple
 
 import jax
@@ -38,6 +37,7 @@ import numpy as np
 
 from graphssl.inference.mcmc.kernels import Kernel, LabelState, check_model, info_type
 from graphssl.models.protocol import pair_agreement, pairwise_energy, pairwise_tables
+from graphssl.validation import is_whole
 
 __all__ = ["CouplingScaled", "ReplicaState", "ReplicaExchangeInfo", "replica_exchange",
            "coupling_ladder", "tempered_step", "exchange", "exchange_log_ratio", "swap_pairs"]
@@ -98,8 +98,7 @@ def coupling_ladder(weakest: float, n_replicas: int) -> np.ndarray:
     whole ``n_replicas >= 2``."""
     if not 0.0 < float(weakest) < 1.0:  # 1.0 made every copy the model itself
         raise ValueError(f"weakest: a scale in (0, 1), got {weakest!r}")
-    if (isinstance(n_replicas, bool) or not isinstance(n_replicas, numbers.Integral)
-            or n_replicas < 2):
+    if not is_whole(n_replicas, 2):
         raise ValueError(f"n_replicas: at least 2 copies, got {n_replicas!r}")
     return np.exp(np.linspace(np.log(float(weakest)), 0.0, int(n_replicas)))
 
