@@ -188,20 +188,6 @@ def _run_folder(args, names: list[str]) -> pathlib.Path:
     return folder
 
 
-def _strict_json(value):
-    """``value`` with NumPy scalars as Python numbers and NaN / inf as ``null``: JSON that
-    strict parsers (a browser's ``JSON.parse``) read; Python's ``NaN`` token is not JSON."""
-    if isinstance(value, dict):
-        return {str(k): _strict_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | np.ndarray):
-        return [_strict_json(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
-
-
 def _data_fingerprint(problem) -> str:
     """SHA-256 of what was read (features, labels, class names, the given graph's edges): a
     stored result is reused only for the same content, so a file edited between two runs
@@ -344,7 +330,7 @@ def _run(args) -> int:
 
 def _write_report(out, args, problem, graph, graph_seconds, config, has_truth, budget,
                   summary, results) -> None:
-    from graphssl.suite import atomic_write
+    from graphssl.suite import atomic_write, strict_json
 
     report = {
         "dataset": problem.name,
@@ -368,7 +354,7 @@ def _write_report(out, args, problem, graph, graph_seconds, config, has_truth, b
         "models": {name: {"description": MODELS[name][1]} | summary[name] | {"runs": runs}
                    for name, runs in results.items()},
     }
-    atomic_write(out / "results.json", json.dumps(_strict_json(report), indent=1,
+    atomic_write(out / "results.json", json.dumps(strict_json(report), indent=1,
                                                   allow_nan=False))
     lines = []
     if not has_truth:

@@ -42,6 +42,7 @@ from graphssl.inference.mcmc.statistics import (
 )
 from graphssl.inference.mcmc.statistics import class_sizes as _class_sizes
 from graphssl.inference.mcmc.statistics import coassignment as _coassignment
+from graphssl.validation import is_whole
 
 __all__ = [
     "ConvergenceWarning",
@@ -429,7 +430,12 @@ def plot_rank(samples, quantity=None, ax=None, bins: int = 20, name: str = "ener
     import matplotlib.pyplot as plt
     from scipy.stats import rankdata
 
+    if not is_whole(bins, 1):
+        raise ValueError(f"bins: a whole number of rank bins >= 1, got {bins!r}")
     x = np.asarray(samples.energy if quantity is None else quantity, dtype=float)
+    if x.ndim != 2 or x.size == 0:
+        raise ValueError(f"quantity: expected float[chains, draws] with at least one draw, "
+                         f"got shape {x.shape}")
     ax = ax if ax is not None else plt.subplots(figsize=(6, 3))[1]
     ranks = rankdata(x.reshape(-1)).reshape(x.shape)
     edges = np.linspace(0, x.size, bins + 1)

@@ -61,6 +61,22 @@ def atomic_write(path, data: bytes | str) -> None:
             tmp.unlink()
 
 
+def strict_json(value):
+    """``value`` with NumPy and JAX scalars and arrays as Python numbers and lists, and NaN /
+    inf as ``null``: JSON that strict parsers (a browser's ``JSON.parse``) read; Python's
+    ``NaN`` token is not JSON. Every JSON file the package writes goes through it."""
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    if not isinstance(value, str | bytes) and hasattr(value, "__array__"):
+        value = np.asarray(value)
+        return strict_json(value.tolist()) if value.ndim else strict_json(value.item())
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
 def read_run(path, key: str) -> tuple[dict | None, str | None]:
     """A stored run record, or ``(None, why it cannot be used)``.
 
@@ -287,16 +303,8 @@ def _store(out: pathlib.Path, name: str, i: int, key: str, record: dict, files: 
         record[kind] = str(targets[kind].relative_to(out))
     if not record.get("transient"):
         atomic_write(out / "runs" / f"{name}__split{i}.json",
-                     json.dumps(record, indent=1, default=_json_default))
+                     json.dumps(strict_json(record), indent=1, allow_nan=False))
     return record
-
-
-def _json_default(value):
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return float(value)
 
 
 _COLUMNS = [

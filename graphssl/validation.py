@@ -22,6 +22,7 @@ __all__ = [
     "UnreachedNodesWarning",
     "check_features",
     "check_flag",
+    "check_label_codes",
     "check_labels",
     "check_k",
     "check_same_length",
@@ -132,10 +133,11 @@ def _check_magnitude(values, shape, name: str) -> None:
         )
 
 
-def check_same_length(n: int, array, name: str) -> None:
-    """``array`` must have ``n`` rows."""
+def check_same_length(n: int, array, name: str, *, against: str = "X has {n} rows") -> None:
+    """``array`` must have ``n`` rows; ``against`` says what has ``n`` (formatted with it)."""
     if len(array) != n:
-        raise ValueError(f"{name}: has {len(array)} entries but X has {n} rows; align them")
+        raise ValueError(f"{name}: has {len(array)} entries but {against.format(n=n)}; "
+                         "align them")
 
 
 def _unlabelled_mask(y: np.ndarray) -> np.ndarray:
@@ -266,27 +268,43 @@ def warn_conflicting_duplicates(X, labels: np.ndarray, classes, *, name: str = "
     return int(conflicting.size)
 
 
-def check_labels(y, n: int, *, n_classes: int | None = None, name: str = "y") -> np.ndarray:
-    """Integer codes in ``0..C-1`` with ``-1`` for unlabelled; at least one labelled point,
-    two classes. For labels of other types use :func:`encode_labels`.
+def check_label_codes(y, n: int, *, n_classes: int | None = None, name: str = "labels",
+                      against: str = "X has {n} rows") -> np.ndarray:
+    """Integer codes in ``0..C-1`` with ``-1`` for unlabelled, one per row or node (``n``;
+    ``against`` says what has ``n``, as in :func:`check_same_length`), below ``n_classes``
+    when given. Whole-valued floats are accepted. No rule on how many are labelled (the
+    numpyro programs sample with none); :func:`check_labels` adds those.
 
     Returns an ``int64`` copy.
     """
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"{name}: expected a 1-D label vector, got shape {y.shape}")
-    check_same_length(n, y, name)
-    if not (np.issubdtype(y.dtype, np.integer)
-            or (np.issubdtype(y.dtype, np.floating) and np.all(np.equal(np.mod(y, 1), 0)))):
+    check_same_length(n, y, name, against=against)
+    whole_floats = (np.issubdtype(y.dtype, np.floating) and np.all(np.isfinite(y))
+                    and np.all(np.equal(np.mod(y, 1), 0)))
+    if not (np.issubdtype(y.dtype, np.integer) or whole_floats):
         raise ValueError(
-            f"{name}: labels must be integers in 0..C-1, or -1 for unlabelled; encode other "
-            "labels with graphssl.validation.encode_labels (the estimators do this for you)"
+            f"{name}: labels must be integers in 0..C-1, or -1 for unlabelled (got dtype "
+            f"{y.dtype}); encode other labels with graphssl.validation.encode_labels (the "
+            "estimators do this for you)"
         )
     y = y.astype(np.int64)
     if np.any(y < -1):
         raise ValueError(f"{name}: labels below -1 found; use -1 for unlabelled, 0..C-1 otherwise")
     if n_classes is not None and np.any(y >= n_classes):
         raise ValueError(f"{name}: labels must be < n_classes={n_classes}; found {y.max()}")
+    return y
+
+
+def check_labels(y, n: int, *, n_classes: int | None = None, name: str = "y") -> np.ndarray:
+    """Integer codes in ``0..C-1`` with ``-1`` for unlabelled
+    (:func:`check_label_codes`); at least one labelled point, two classes. For labels of
+    other types use :func:`encode_labels`.
+
+    Returns an ``int64`` copy.
+    """
+    y = check_label_codes(y, n, n_classes=n_classes, name=name)
     labelled = y[y >= 0]
     if labelled.size == 0:
         raise ValueError(f"{name}: no labelled point (all -1); label at least one per class")

@@ -219,3 +219,26 @@ def test_boltzmann_counts_are_checked(blobs, param, value):
     y = np.where(np.isin(np.arange(60), [0, 1, 30, 31]), truth, None)
     with pytest.raises(ValueError, match=f"{param}: must be an integer >= "):
         BoltzmannMRFClassifier(**{param: value}).fit(X, y)
+
+
+@pytest.mark.parametrize("builder", ["local_widths", "sigma_kth_neighbor"])
+@pytest.mark.parametrize("shape", [(5,), (5, 0)])
+def test_neighbour_widths_want_the_distance_table(builder, shape):
+    """A 1-D array is no ``[n, k]`` distance table: its last entry was read as every point's
+    k-th distance (``local_widths``) or it failed with an IndexError."""
+    from graphssl.graph import weights
+
+    with pytest.raises(ValueError, match=r"distances: expected the float\[n, k\]"):
+        getattr(weights, builder)(np.ones(shape))
+
+
+@pytest.mark.parametrize("bins", [0, 2.5, -1])
+def test_rank_plot_names_its_bins(bins):
+    """``bins=0`` divided by zero inside the plot (a warning and an empty figure)."""
+    from graphssl.diagnostics import plot_rank
+
+    energy = np.random.default_rng(0).normal(size=(2, 20))
+    with pytest.raises(ValueError, match="bins: a whole number of rank bins >= 1"):
+        plot_rank(None, quantity=energy, bins=bins)
+    with pytest.raises(ValueError, match=r"quantity: expected float\[chains, draws\]"):
+        plot_rank(None, quantity=energy[0])

@@ -18,11 +18,11 @@ import pytest
 import scipy.sparse as sp
 
 from graphssl.data import citation_from_arrays, load_citation
+from graphssl.graph import unreached_nodes
 from graphssl.inference.optimize.feature_potts import (
     cosine_knn_graph,
     fill_unreached,
     fit_feature_potts,
-    unreached_nodes,
 )
 from graphssl.inference.optimize.logistic import (
     _host_objective,
@@ -208,7 +208,7 @@ def test_feature_potts_beats_features_and_reaches_everyone(crf):
     for i in (0, 1):
         assert fit.marginals[i].argmax() == fit.feature.log_probs[i].argmax()
     labels = data.train_labels()
-    lost = unreached_nodes(data.graph, labels)
+    lost = unreached_nodes(data.graph, labels >= 0)
     assert lost[0] and lost[1]
     uniform = np.full((data.n_nodes, 3), 1 / 3)
     filled = fill_unreached(uniform, data.graph, labels, np.exp(fit.feature.log_probs))

@@ -338,9 +338,15 @@ def test_list(tmp_path, capsys):
 
 
 def test_results_are_strict_json():
-    from graphssl.cli import _strict_json
+    """One writer for every JSON file (``results.json`` and the suite's run records): NaN and
+    inf become null, NumPy / JAX scalars and arrays plain numbers and lists."""
+    import jax.numpy as jnp
+
+    from graphssl.suite import strict_json
 
     report = {"rhat": float("nan"), "ess": np.float64(np.inf), "sizes": np.array([1, 2]),
-              "n": np.int64(3), "nested": [{"ok": 0.5}]}
-    assert json.dumps(_strict_json(report), allow_nan=False) == (
-        '{"rhat": null, "ess": null, "sizes": [1, 2], "n": 3, "nested": [{"ok": 0.5}]}')
+              "n": np.int64(3), "nested": [{"ok": 0.5}], "flag": np.bool_(True),
+              "jax": jnp.asarray([0.5, jnp.nan]), "jax_scalar": jnp.int32(2)}
+    assert json.dumps(strict_json(report), allow_nan=False) == (
+        '{"rhat": null, "ess": null, "sizes": [1, 2], "n": 3, "nested": [{"ok": 0.5}], '
+        '"flag": true, "jax": [0.5, null], "jax_scalar": 2}')

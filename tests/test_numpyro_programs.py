@@ -510,3 +510,37 @@ def test_harmonic_mixture_program_nuts_matches_quadrature(harmonic):
     w /= w.sum()
     agree(estimate(lam), exact(np.einsum("ab,abm->m", w, grid)),
           "harmonic mixture (NUTS on lambda): lambda vs quadrature")
+
+
+@pytest.mark.parametrize("program, args, kwargs, message", [
+    (potts_program, (GRAPH, LABELS.astype(str), 2), {}, "labels: labels must be integers"),
+    (potts_program, (GRAPH, LABELS + 0.5, 2), {}, r"got dtype float64"),
+    (potts_program, (GRAPH, LABELS[:5], 2), {}, "labels: has 5 entries but the graph has 8"),
+    (potts_program, (GRAPH, np.where(LABELS >= 0, 5, -1), 2), {}, "n_classes=2; found 5"),
+    (hidden_potts_program, (np.zeros(5), GRAPH, LABELS, 2), {},
+     "x: has 5 entries but the graph has 8 nodes"),
+    (hidden_potts_program, (np.zeros(8), GRAPH, LABELS.astype(str), 2), {},
+     "labels: labels must be integers"),
+    (harmonic_mixture_program, (X_HM, np.where(LABELS_HM >= 0, 3, -1), np.eye(16)),
+     {"n_components": 2}, "n_classes=2; found 3"),
+    (harmonic_mixture_program, (X_HM, LABELS_HM, np.eye(16)), {"n_components": 0},
+     "n_components: a whole number >= 1"),
+    (harmonic_mixture_program, (X_HM, LABELS_HM, np.eye(8)), {"n_components": 2},
+     r"laplacian: expected the dense float\[16, 16\]"),
+    (harmonic_mixture_program, (X_HM[:8], LABELS_HM, np.eye(16)), {"n_components": 2},
+     "labels: has 16 entries but X has 8 rows"),
+])
+def test_programs_name_bad_labels_and_shapes(program, args, kwargs, message):
+    """String or fractional labels, labels of another length or past ``n_classes``, features
+    or a Laplacian of another size, and ``n_components=0`` are named by the program instead of
+    failing inside JAX (an IndexError, a broadcasting error, an MLIR verifier error)."""
+    seeded = numpyro.handlers.seed(program, 0)
+    with pytest.raises(ValueError, match=message):
+        numpyro.handlers.trace(seeded).get_trace(*args, **kwargs)
+
+
+def test_boltzmann_program_names_the_field_model_size():
+    field = basic_boltzmann(pair_geometry(X_POINTS, 3), 0.5, np.full(8, -1), 2)
+    with pytest.raises(ValueError, match="labels: has 7 entries but field_model has 8 nodes"):
+        numpyro.handlers.trace(numpyro.handlers.seed(boltzmann_program, 0)).get_trace(
+            field, LABELS[:7])

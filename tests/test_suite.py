@@ -212,3 +212,18 @@ def test_a_sampled_run_writes_its_arviz_netcdf(moons, tmp_path):
     tree = az.from_netcdf(path)
     chains, draws = tree.posterior["energy"].shape[:2]
     assert chains == 2 and draws >= 20  # the suite doubles the draws toward convergence
+
+
+def test_run_records_are_strict_json(tmp_path):
+    """A record's NaN (an undefined R-hat) is written as null, which strict parsers read and
+    ``summarise`` skips; Python's ``NaN`` token is not JSON."""
+    def refuse(token):
+        raise AssertionError(f"non-strict JSON token {token}")
+
+    (tmp_path / "runs").mkdir()
+    suite._store(tmp_path, "m", 0, "key", {"model": "m", "rhat_max": float("nan"),
+                                           "accuracy": np.float32(0.5)}, {})
+    stored = json.loads((tmp_path / "runs" / "m__split0.json").read_text(),
+                        parse_constant=refuse)
+    assert stored["rhat_max"] is None and stored["accuracy"] == 0.5
+    assert "rhat_max_mean" not in suite.summarise({"m": [stored]})["m"]

@@ -22,12 +22,22 @@ def gaussian_weights(sq_dist, sigma):
     return np.exp(-np.asarray(sq_dist) / (2.0 * np.asarray(sigma) ** 2))
 
 
+def _neighbor_distances(distances) -> np.ndarray:
+    """``float64[n, k]`` neighbour distances, ``k >= 1`` (the table of :func:`knn_search`;
+    a 1-D array is no such table: its last entry would be read as every point's)."""
+    distances = np.asarray(distances, dtype=np.float64)
+    if distances.ndim != 2 or distances.shape[1] < 1:
+        raise ValueError(f"distances: expected the float[n, k] neighbour distances of "
+                         f"knn_search (k >= 1), got shape {distances.shape}")
+    return distances
+
+
 def sigma_kth_neighbor(distances) -> float:
     """``sigma = (1 / 3N) sum_i d_{i,k(i)}``: mean distance to the k-th neighbour over 3.
 
     Bergamim & Breve Eq. 7; ``distances`` is the ``[n, k]`` output of :func:`knn_search`.
     """
-    distances = np.asarray(distances)
+    distances = _neighbor_distances(distances)
     sigma = float(np.mean(distances[:, -1]) / 3.0)
     if sigma <= 0:
         # every point has k exact duplicates: fall back on the non-zero distances of the table
@@ -46,7 +56,8 @@ def local_widths(distances) -> np.ndarray:
     (Bergamim & Breve's Eq. 7 rule per point instead of averaged; the local scaling of
     Zelnik-Manor & Perona 2004), ``float[n]``. A point whose k neighbours are all exact
     duplicates (width 0) gets the global width of :func:`sigma_kth_neighbor`."""
-    widths = np.asarray(distances, dtype=np.float64)[:, -1] / 3.0
+    distances = _neighbor_distances(distances)
+    widths = distances[:, -1] / 3.0
     if np.any(widths <= 0):
         widths = np.where(widths > 0, widths, sigma_kth_neighbor(distances))
     return widths

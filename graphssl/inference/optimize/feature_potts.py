@@ -38,7 +38,7 @@ import jax
 import numpy as np
 import scipy.sparse as sp
 
-from graphssl.graph import Graph
+from graphssl.graph import Graph, unreached_nodes
 from graphssl.inference.optimize.logistic import (
     DEFAULT_PRECISIONS,
     FeatureFit,
@@ -58,7 +58,6 @@ __all__ = [
     "fit_feature_potts",
     "sample_feature_potts",
     "fill_unreached",
-    "unreached_nodes",
 ]
 
 
@@ -227,23 +226,14 @@ def sample_feature_potts(fit: FeaturePottsFit, *, kernel: str = "swendsen_wang",
     return marginals, map_labels, samples
 
 
-def unreached_nodes(graph, labels) -> np.ndarray:
-    """``bool[n]``: nodes in a connected component that holds no labelled node."""
-    from scipy.sparse.csgraph import connected_components
-
-    W = _as_symmetric_csr(graph)
-    _, comp = connected_components(W, directed=False)
-    labels = np.asarray(labels)
-    reached = np.zeros(comp.max() + 1, dtype=bool)
-    reached[comp[labels >= 0]] = True
-    return ~reached[comp]
-
-
 def fill_unreached(distributions, graph, labels, feature_probs) -> np.ndarray:
-    """Rows of nodes that no label reaches (:func:`unreached_nodes`) replaced by the feature
-    model's class probabilities: what a graph-only model (GRF, LGC, ...) would otherwise
-    leave uniform (argmax: class 0) or at an arbitrary class."""
+    """Rows of nodes that no label reaches (:func:`graphssl.graph.unreached_nodes`) replaced
+    by the feature model's class probabilities: what a graph-only model (GRF, LGC, ...) would
+    otherwise leave uniform (argmax: class 0) or at an arbitrary class. ``graph``: a
+    :class:`~graphssl.graph.Graph` or a square SciPy / dense adjacency."""
     out = np.array(distributions, dtype=np.float64)
-    lost = unreached_nodes(graph, labels)
+    if not isinstance(graph, Graph):
+        graph = Graph.from_scipy(_as_symmetric_csr(graph))
+    lost = unreached_nodes(graph, np.asarray(labels) >= 0)
     out[lost] = np.asarray(feature_probs, dtype=np.float64)[lost]
     return out

@@ -46,6 +46,7 @@ from graphssl.models.numpyro.fields import (
     record_label_statistics,
 )
 from graphssl.models.potts import PottsModel
+from graphssl.validation import check_label_codes, check_same_length, is_whole
 
 __all__ = [
     "potts_program",
@@ -54,6 +55,18 @@ __all__ = [
     "diffusion_mixture_program",
     "harmonic_mixture_program",
 ]
+
+
+NODES = "the graph has {n} nodes"
+
+
+def _label_codes(labels, n: int, n_classes: int | None, against: str = NODES):
+    """The programs' ``labels``: ``int64[n]`` codes, -1 unobserved (a string or fractional
+    label, or one of another length, is named here instead of failing inside JAX); a traced
+    value (a conditioned site) is passed through."""
+    if isinstance(labels, jax.core.Tracer):
+        return labels
+    return check_label_codes(labels, n, n_classes=n_classes, name="labels", against=against)
 
 
 def _pairs(pairs, n):
@@ -99,7 +112,8 @@ def potts_program(graph, labels, n_classes: int | None = None, *, beta=1.0, clam
 
         mcmc.run(key, graph, labels, 2, beta=2.0)          # labels only: plain MCMC route
     """
-    base = PottsModel.from_labels(graph, np.asarray(labels), n_classes, beta=1.0, clamp=clamp)
+    labels = _label_codes(labels, graph.n_nodes, n_classes)
+    base = PottsModel.from_labels(graph, labels, n_classes, beta=1.0, clamp=clamp)
     if beta_prior is not None:
         _check_nonnegative_support(beta_prior)
         beta = numpyro.sample("beta", beta_prior)
@@ -129,6 +143,9 @@ def hidden_potts_program(x, graph, labels=None, n_classes: int = 2, *, beta=1.0,
     """
     x = jnp.asarray(x)
     x = x[:, None] if x.ndim == 1 else x
+    check_same_length(graph.n_nodes, x, "x", against=NODES)
+    if labels is not None:
+        labels = _label_codes(labels, graph.n_nodes, n_classes)
     n, D = x.shape
     center, spread = jnp.mean(x, 0), jnp.std(x) + 1e-12
     scale = 2.0 * spread if mean_scale is None else mean_scale
@@ -161,10 +178,8 @@ def boltzmann_program(field_model, labels, *, noise_prior=None, pairs=None):
         field = basic_boltzmann(pair_geometry(X, k=5), 0.5, np.full(len(X), -1), 2)
         mcmc.run(key, field, labels)           # NUTS on noise_rate, Gibbs/SW on labels
     """
-    labels = np.asarray(labels)
     n, q = field_model.n_nodes, field_model.n_classes
-    if labels.shape != (n,) or np.any(labels >= q) or np.any(labels < -1):
-        raise ValueError(f"labels: expected int[{n}] with -1 (unobserved) or 0..{q - 1}")
+    labels = np.asarray(_label_codes(labels, n, q, against="field_model has {n} nodes"))
     field = PottsField(field_model)
     prior = dist.Beta(1.0, 9.0) if noise_prior is None else noise_prior
     eps = numpyro.sample("noise_rate", prior)
@@ -231,7 +246,15 @@ def harmonic_mixture_program(X, labels, laplacian, *, n_components: int, n_class
         mcmc = MCMC(NUTS(harmonic_mixture_program), num_warmup=300, num_samples=500)
         mcmc.run(key, X, labels, laplacian, n_components=4, alpha=0.5)
     """
-    labels = np.asarray(labels)
+    n = len(X)
+    if not is_whole(n_components, 1):
+        raise ValueError(f"n_components: a whole number >= 1, got {n_components!r}")
+    if not is_whole(n_classes, 2):
+        raise ValueError(f"n_classes: a whole number >= 2, got {n_classes!r}")
+    labels = np.asarray(_label_codes(labels, n, n_classes, against="X has {n} rows"))
+    if np.shape(laplacian) != (n, n):
+        raise ValueError(f"laplacian: expected the dense float[{n}, {n}] Laplacian D - W of "
+                         f"X's graph, got shape {np.shape(laplacian)}")
     if not 0.0 < alpha <= 1.0:
         raise ValueError(f"alpha: the likelihood weight of Eq. 3 must be in (0, 1], got {alpha}")
     tr = numpyro.handlers.trace(numpyro_mixture_model).get_trace(
