@@ -227,3 +227,22 @@ def test_unreached_components_get_the_class_prior(make):
     assert np.all(clf.transduction_[6:] == 0)
     if hasattr(clf, "map_labels_"):
         assert np.all(clf.map_labels_[6:] == 0)
+
+
+def test_a_fixed_width_far_below_the_distances_is_reported():
+    """``dense_graph(X * 1e20)`` at the default ``sigma=1`` gave every weight exp(-1e40): a
+    graph of zeros in float32, silently. The warning names sigma and the way out; a width
+    near the data's distances stays silent."""
+    import warnings
+
+    from graphssl.graph import GraphWeightsUnderflowWarning, dense_graph, knn_graph
+
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    with pytest.warns(GraphWeightsUnderflowWarning, match=r"sigma=1: 100 % of the edges"):
+        dense_graph(X * 1e20)
+    with pytest.warns(GraphWeightsUnderflowWarning, match="sigma='local'"):
+        knn_graph(X * 1e3, 5, sigma=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GraphWeightsUnderflowWarning)
+        dense_graph(X)
+        knn_graph(X, 5, sigma=1.0)

@@ -37,6 +37,7 @@ from graphssl.graph.operators import (
     unreached_nodes,
 )
 from graphssl.graph.weights import (
+    GraphWeightsUnderflowWarning,
     gaussian_weights,
     length_scale_weights,
     local_gaussian_weights,
@@ -51,6 +52,7 @@ __all__ = [
     "as_graph",
     "DirectedGraphWarning",
     "GraphWeightsRescaledWarning",
+    "GraphWeightsUnderflowWarning",
     "unreached_nodes",
     "knn_search",
     "knn_graph",

@@ -9,10 +9,34 @@ import numbers
 import jax.numpy as jnp
 import numpy as np
 
+from graphssl._warnings import warn_user
 from graphssl.neighbors import _squared_norms
 
-__all__ = ["gaussian_weights", "sigma_kth_neighbor", "local_widths", "local_gaussian_weights",
+__all__ = ["GraphWeightsUnderflowWarning", "gaussian_weights", "sigma_kth_neighbor", "local_widths", "local_gaussian_weights",
            "walder_omega", "length_scale_weights"]
+
+
+class GraphWeightsUnderflowWarning(UserWarning):
+    """A fixed Gaussian width ``sigma`` far below the data's distances: most edge weights
+    underflow to 0 in the graph's float32 storage, so the graph is no longer the one asked
+    for (with all of them gone, no label reaches anything)."""
+
+
+_STORED_TINY = float(np.finfo(np.float32).tiny)  # the graph's weights are float32 on device
+
+
+def _warn_if_vanishing(weights, distances, sigma) -> None:
+    """:class:`GraphWeightsUnderflowWarning` when more than half of the edges' weights
+    under a numeric ``sigma`` lie below float32's smallest normal number."""
+    weights = np.asarray(weights)
+    share = float(np.mean(weights < _STORED_TINY)) if weights.size else 0.0
+    if share > 0.5:
+        warn_user(
+            f"sigma={sigma:g}: {100 * share:.0f} % of the edges' Gaussian weights "
+            f"exp(-d^2 / (2 sigma^2)) underflow to 0 in float32 (median edge distance "
+            f"{float(np.median(distances)):.3g}); give a width near the data's distances, "
+            "use sigma='local' or 'kth_over_3' (kNN graphs) or 'walder', or standardise X",
+            GraphWeightsUnderflowWarning)
 
 
 def gaussian_weights(sq_dist, sigma):
@@ -131,4 +155,6 @@ def _edge_weights(X, rows, cols, distances, weight, sigma, t, knn_distances=None
             f"sigma: unknown rule {sigma!r}; use a positive number, 'kth_over_3', 'local' or "
             "'walder'"
         )
-    return gaussian_weights(sq, float(sigma))
+    weights = gaussian_weights(sq, float(sigma))
+    _warn_if_vanishing(weights, distances, float(sigma))
+    return weights
