@@ -157,6 +157,15 @@ def test_mismatched_or_bad_checkpoint_arguments(setup, tmp_path):
     with pytest.raises(ValueError, match="does not hold this run's draws"):
         sample_chains(kernel, model, jax.random.key(7), checkpoint=folder,
                       **(RUN | {"n_samples": 12}))
+    # the same shapes, other draws (a file copied from another run): the digest tells
+    np.savez(draws[0], **(arrays | {"labels": 1 - arrays["labels"]}))
+    with pytest.raises(ValueError, match=f"{draws[0].name} is not the draws file this run"):
+        sample_chains(kernel, model, jax.random.key(7), checkpoint=folder,
+                      **(RUN | {"n_samples": 12}))
+    draws[0].write_bytes(whole)  # the file it wrote: read again
+    again = sample_chains(kernel, model, jax.random.key(7), checkpoint=folder,
+                          **(RUN | {"n_samples": 10}))
+    np.testing.assert_array_equal(again.labels, first.labels)
     state = (folder / "state.npz").read_bytes()
     (folder / "state.npz").write_bytes(state[:-20])  # truncated state: BadZipFile, named
     with pytest.raises(ValueError, match="state.npz is not a readable"):

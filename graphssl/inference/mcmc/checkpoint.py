@@ -19,7 +19,8 @@ them, no pickle):
   stored, so a run read back gives the same ``stats`` dict as the run that wrote it.
 * ``state.npz``: ``meta``, a JSON string: ``{"format": "graphssl.sample_chains",
   "version": 1, "fingerprint": {...}, "n_steps": steps done per chain (burn-in included),
-  "n_draws": draws kept so far, "n_chunks": draws files that belong to the run}``;
+  "n_draws": draws kept so far, "n_chunks": draws files that belong to the run,
+  "chunk_digests": a SHA-256 of each draws file's arrays}``;
   ``chain_keys`` (raw key data, ``jax.random.key_data``, when the keys are typed) and
   ``carry/<i>`` for each leaf of the scan carry ``(kernel state, per-chain MAP energy,
   per-chain MAP labels)`` in ``jax.tree_util`` order.
@@ -28,7 +29,8 @@ Every file is written to a temporary name in the same folder, flushed to disk (`
 moved over the old one with ``os.replace`` (atomic on POSIX and Windows): a process killed at
 any instant leaves the previous checkpoint whole, and a ``KeyboardInterrupt`` leaves the last
 one intact. Draws files beyond ``n_chunks`` (a chunk saved just before the kill) are ignored
-and overwritten.
+and overwritten. A draws file whose arrays do not match its digest (copied from another run
+of the same shapes, or damaged) is refused by name.
 
 The ``fingerprint`` holds what must match for a continuation to be the same run: ``n_chains``,
 ``burn_in``, ``thin``, the label storage type, the model (type, leaf shapes and dtypes, and a
@@ -200,20 +202,32 @@ def _chunk_path(folder: Path, index: int) -> Path:
     return folder / f"draws-{index:06d}.npz"
 
 
-def save_chunk(folder, index: int, labels, energy, stats: dict) -> None:
-    """Write the draws of chunk ``index`` (atomically)."""
+def _chunk_digest(arrays: dict) -> str:
+    """SHA-256 over a draws file's arrays (names, dtypes, shapes and bytes)."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        h.update(f"{name}:{_digest(arrays[name])};".encode())
+    return h.hexdigest()[:16]
+
+
+def save_chunk(folder, index: int, labels, energy, stats: dict) -> str:
+    """Write the draws of chunk ``index`` (atomically); returns their digest."""
     folder = Path(folder)
     arrays = {"labels": _host(labels), "energy": _host(energy)}
     arrays |= {f"stats/{name}": _host(value) for name, value in stats.items()}
     _atomic_savez(_chunk_path(folder, index), arrays)
+    return _chunk_digest(arrays)
 
 
 def save_state(folder, *, fingerprint: dict, n_steps: int, n_draws: int, n_chunks: int,
-               chain_keys, carry) -> None:
-    """Write ``state.npz`` (atomically): the point from which a run continues."""
+               chain_keys, carry, chunk_digests=None) -> None:
+    """Write ``state.npz`` (atomically): the point from which a run continues.
+    ``chunk_digests``: one per draws file (None where unknown), checked by :func:`load`."""
     folder = Path(folder)
     meta = {"format": FORMAT, "version": VERSION, "fingerprint": fingerprint,
             "n_steps": int(n_steps), "n_draws": int(n_draws), "n_chunks": int(n_chunks)}
+    if chunk_digests is not None:
+        meta["chunk_digests"] = list(chunk_digests)
     arrays = {"meta": np.array(json.dumps(meta)), "chain_keys": _host(chain_keys)}
     leaves = jax.tree_util.tree_leaves(carry)
     arrays |= {f"carry/{i}": _host(leaf) for i, leaf in enumerate(leaves)}
@@ -261,6 +275,11 @@ def load(folder, expected: dict) -> Checkpoint | None:
             raise ValueError(f"checkpoint: {chunk} does not hold this run's draws (expected "
                              f"labels [{len(chain_keys)} chains, draws, nodes]); delete the "
                              "folder to start afresh")
+        digests = meta.get("chunk_digests") or []
+        if index < len(digests) and digests[index] not in (None, _chunk_digest(data)):
+            raise ValueError(f"checkpoint: {chunk} is not the draws file this run wrote (its "
+                             f"content differs from the digest in {STATE}: replaced or "
+                             "damaged); delete the folder to start afresh")
         chunks.append((labels, energy, stats))
     held = sum(labels.shape[1] for labels, _, _ in chunks)
     if held != int(meta["n_draws"]) or len({c[0].shape[2] for c in chunks}) > 1:
@@ -346,8 +365,19 @@ def save(folder, fingerprint: dict, outputs: list, out, *, n_steps: int, chain_k
     burn-in-only run) as draws file ``len(outputs)``, then the state that counts it."""
     n_chunks = len(outputs)
     n_draws = sum(int(o[0].shape[1]) for o in outputs)
+    digests = _stored_digests(Path(folder), n_chunks)
     if out is not None:
-        save_chunk(folder, n_chunks, *out)
+        digests.append(save_chunk(folder, n_chunks, *out))
         n_chunks, n_draws = n_chunks + 1, n_draws + int(out[0].shape[1])
     save_state(folder, fingerprint=fingerprint, n_steps=n_steps, n_draws=n_draws,
-               n_chunks=n_chunks, chain_keys=chain_keys, carry=carry)
+               n_chunks=n_chunks, chain_keys=chain_keys, carry=carry, chunk_digests=digests)
+
+
+def _stored_digests(folder: Path, n_chunks: int) -> list:
+    """The digests of the first ``n_chunks`` draws files from the state on disk (None for
+    each one a checkpoint written before digests were kept does not name)."""
+    stored = []
+    if (folder / STATE).exists():
+        with np.load(folder / STATE, allow_pickle=False) as data:  # reads "meta" alone
+            stored = json.loads(str(data["meta"])).get("chunk_digests") or []
+    return [stored[i] if i < len(stored) else None for i in range(n_chunks)]
