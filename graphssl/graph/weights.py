@@ -12,8 +12,8 @@ import numpy as np
 from graphssl._warnings import warn_user
 from graphssl.neighbors import _squared_norms
 
-__all__ = ["GraphWeightsUnderflowWarning", "gaussian_weights", "sigma_kth_neighbor", "local_widths", "local_gaussian_weights",
-           "walder_omega", "length_scale_weights"]
+__all__ = ["GraphWeightsUnderflowWarning", "gaussian_weights", "sigma_kth_neighbor",
+           "local_widths", "local_gaussian_weights", "walder_omega", "length_scale_weights"]
 
 
 class GraphWeightsUnderflowWarning(UserWarning):
