@@ -42,7 +42,7 @@ from graphssl.inference.mcmc.statistics import (
 )
 from graphssl.inference.mcmc.statistics import class_sizes as _class_sizes
 from graphssl.inference.mcmc.statistics import coassignment as _coassignment
-from graphssl.validation import is_whole
+from graphssl.validation import check_pairs, is_whole
 
 __all__ = [
     "ConvergenceWarning",
@@ -91,17 +91,21 @@ def _training_labels(n: int, model, observed_labels):
 def _pairs(n: int, model, observed_labels, pairs, n_pairs: int) -> np.ndarray:
     """Explicit ``pairs``, or :func:`default_pairs` over the nodes without a training label."""
     if pairs is not None:
-        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-        if pairs.size and (pairs.min() < 0 or pairs.max() >= n):
-            raise ValueError(f"pairs must hold node indices in 0..{n - 1}")
-        return pairs
+        return check_pairs(pairs, n)
     y = _training_labels(n, model, observed_labels)
     return default_pairs(n, None if y is None else y >= 0, n_pairs=n_pairs, seed=0)
+
+
+# the posterior's own variables: an extra of one of these names replaced it silently
+_RESERVED = ("energy", "class_sizes", "coassignment", "labels")
 
 
 def _extras(extra_posterior, shape) -> dict:
     out = {}
     for name, value in (extra_posterior or {}).items():
+        if name in _RESERVED:
+            raise ValueError(f"extra_posterior: {name!r} is one of the posterior's own "
+                             f"variables ({', '.join(_RESERVED)}); give it another name")
         value = np.asarray(value)
         if value.shape[:2] != shape:
             raise ValueError(f"extra_posterior[{name!r}] must have leading shape {shape} "
@@ -148,6 +152,11 @@ def to_arviz(samples, *, model=None, observed_labels=None, pairs=None,
         for labels held by a field (``clamp=False``: the labels are then a prior, not
         observed data) or with ``log_likelihood=False``.
 
+    Labels are class codes ``0..C-1`` everywhere (``labels``, ``observed_labels``,
+    ``map_labels``, ``posterior_mean_labels``): the index of the ``class`` coordinate, which
+    ``class_names`` names (an estimator's ``to_arviz`` passes its ``classes_``, so code ``c``
+    is ``classes_[c]``).
+
     ``pairs``: ``int[P, 2]`` node pairs; default :func:`default_pairs` with ``n_pairs`` pairs
     of nodes without a training label (seed 0), the same pairs :func:`check_convergence`
     judges.
@@ -163,6 +172,10 @@ def to_arviz(samples, *, model=None, observed_labels=None, pairs=None,
     classes = np.arange(q) if class_names is None else np.asarray(class_names)
     if nodes.shape != (n,) or classes.shape != (q,):
         raise ValueError(f"node_names needs {n} entries and class_names {q}")
+    for name, values in (("node_names", nodes), ("class_names", classes)):
+        if np.unique(values).size != values.size:
+            raise ValueError(f"{name}: the names must differ (they index the "
+                             "DataTree's coordinates)")
     pairs = _pairs(n, model, observed_labels, pairs, n_pairs)
     stats = invariant_statistics(labels, samples.energy, q, pairs)
     posterior = {"energy": stats["energy"], "class_sizes": stats["class_sizes"]}
@@ -212,6 +225,9 @@ def _log_likelihood(labels, model, y, given):
     None for no group."""
     if given is False:
         return None
+    if given is True:
+        raise ValueError("log_likelihood: an array float[chains, draws, labelled nodes], "
+                         "None (the pairwise model's own, when it has one) or False (none)")
     if given is not None:
         ll = np.asarray(given, dtype=np.float64)
         n_labelled = None if y is None else int(np.sum(y >= 0))
@@ -341,6 +357,11 @@ def map_vs_posterior_mean(samples, *, model=None, true_labels=None, map_labels=N
         "posterior_mean_confidence": float(marginals[np.arange(n), mean_labels].mean()),
         "map_confidence": float(marginals[np.arange(n), map_labels].mean()),
     }
+    if model is not None and not hasattr(model, "pairwise_tables"):
+        raise ValueError(f"model: the energy of a labelling alone needs a pairwise label model "
+                         f"(Potts, Boltzmann MRF); a {type(model).__name__}'s energy needs its "
+                         "whole state (the diffusion mixture's centres too): pass model=None, "
+                         "or compare its map_search_ energies")
     if model is not None:
         import jax.numpy as jnp
 
@@ -453,11 +474,30 @@ def plot_rank(samples, quantity=None, ax=None, bins: int = 20, name: str = "ener
     return ax
 
 
+def _observed_mask(observed, n: int) -> np.ndarray:
+    """``bool[n]`` from a mask or from node indices; a label vector (``-1`` for unlabelled)
+    is refused: cast to bool it marks every unlabelled node and no node of class 0."""
+    observed = np.asarray(observed)
+    if observed.dtype == bool:
+        if observed.shape != (n,):
+            raise ValueError(f"observed: a bool[{n}] mask, got shape {observed.shape}")
+        return observed
+    if (observed.ndim != 1 or observed.dtype.kind not in "iu"
+            or (observed.size and (observed.min() < 0 or observed.max() >= n))):
+        raise ValueError(f"observed: a bool[{n}] mask or the labelled nodes' indices in "
+                         f"0..{n - 1}; for a label vector with -1 for unlabelled pass "
+                         "labels >= 0")
+    mask = np.zeros(n, dtype=bool)
+    mask[observed] = True
+    return mask
+
+
 def plot_marginal_confidence(X, marginals, *, observed=None, ax=None, cmap="tab10",
                              class_names=None):
     """Marginal-confidence map for 2-D data: colour = posterior-mean label, opacity and size =
-    its marginal probability; labelled nodes (``observed``) drawn as black-edged stars.
-    Legend: one entry per class (``class_names``, default the class index) and the stars."""
+    its marginal probability; labelled nodes (``observed``: a ``bool[n]`` mask or their
+    indices) drawn as black-edged stars. Legend: one entry per class (``class_names``, one
+    per column of ``marginals``; default the class index) and the stars."""
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
@@ -466,6 +506,10 @@ def plot_marginal_confidence(X, marginals, *, observed=None, ax=None, cmap="tab1
     if X.ndim != 2 or X.shape[1] != 2 or X.shape[0] != p.shape[0]:
         raise ValueError("X must be float[n, 2] matching marginals float[n, C]")
     names = np.arange(p.shape[1]) if class_names is None else np.asarray(class_names)
+    if names.shape != (p.shape[1],):
+        raise ValueError(f"class_names: one name per column of marginals ({p.shape[1]}), got "
+                         f"{names.shape[0] if names.ndim else 'a scalar'}")
+    obs = None if observed is None else _observed_mask(observed, X.shape[0])
     ax = ax if ax is not None else plt.subplots(figsize=(4.5, 4))[1]
     label = p.argmax(axis=1)
     conf = p.max(axis=1)
@@ -476,8 +520,7 @@ def plot_marginal_confidence(X, marginals, *, observed=None, ax=None, cmap="tab1
     ax.scatter(X[:, 0], X[:, 1], c=colors, s=8 + 30 * conf, linewidths=0)
     handles = [Line2D([], [], ls="", marker="o", color=palette(c % 10), label=f"class {names[c]}")
                for c in np.unique(label)]
-    if observed is not None:
-        obs = np.asarray(observed, dtype=bool)
+    if obs is not None:
         ax.scatter(X[obs, 0], X[obs, 1], c=palette(label[obs] % 10), marker="*",
                    s=120, edgecolors="k")
         handles.append(Line2D([], [], ls="", marker="*", markersize=10, color="w",

@@ -24,10 +24,12 @@ __all__ = [
     "check_flag",
     "check_label_codes",
     "check_labels",
+    "check_pairs",
     "check_k",
     "check_same_length",
     "encode_labels",
     "is_whole",
+    "labelled_values",
     "warn_conflicting_duplicates",
     "seed_from_random_state",
 ]
@@ -246,6 +248,19 @@ def encode_labels(y, n: int, *, name: str = "y") -> tuple[np.ndarray, np.ndarray
     return classes, encoded
 
 
+def labelled_values(y, n: int, *, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
+    """``(rows int[L], values [L])``: where ``y`` (one label per row of ``X``'s ``n``) holds
+    a label and what it is, by the rules of :func:`encode_labels` (``-1`` / ``NaN`` /
+    ``None`` / ``""`` / ``pd.NA`` mark a point unlabelled); for scoring predictions on the
+    labelled points only."""
+    y = _as_label_array(y)
+    if y.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D label vector, got shape {y.shape}")
+    check_same_length(n, y, name)
+    rows = np.flatnonzero(~_unlabelled_mask(y))
+    return rows, _narrowed(y[rows])
+
+
 def warn_conflicting_duplicates(X, labels: np.ndarray, classes, *, name: str = "y") -> int:
     """Warn when identical rows of ``X`` carry different labels (each keeps its own; the
     graph joins them at distance 0, so they pull against each other).
@@ -314,6 +329,20 @@ def check_labels(y, n: int, *, n_classes: int | None = None, name: str = "y") ->
             "label at least one point of a second class"
         )
     return y
+
+
+def check_pairs(pairs, n: int, *, name: str = "pairs") -> np.ndarray:
+    """Node pairs ``int64[P, 2]`` in ``0..n-1`` with two different nodes each (an empty
+    list is none); a flat list, fractional indices or a node paired with itself are named,
+    never reshaped, truncated or clamped into other pairs."""
+    pairs = np.asarray(pairs)
+    if pairs.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if (pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype.kind not in "iu"
+            or pairs.min() < 0 or pairs.max() >= n or np.any(pairs[:, 0] == pairs[:, 1])):
+        raise ValueError(f"{name}: int[P, 2] pairs of two different node indices in "
+                         f"0..{n - 1}, got shape {pairs.shape} of dtype {pairs.dtype}")
+    return pairs.astype(np.int64)
 
 
 def check_flag(value, name: str) -> bool:

@@ -242,3 +242,80 @@ def test_rank_plot_names_its_bins(bins):
         plot_rank(None, quantity=energy, bins=bins)
     with pytest.raises(ValueError, match=r"quantity: expected float\[chains, draws\]"):
         plot_rank(None, quantity=energy[0])
+
+
+def test_a_refit_by_another_route_leaves_nothing_of_the_earlier_fit():
+    """Potts by Gibbs, then by mean field on other labels: the chains, MAP and convergence of
+    the first fit stayed on the estimator (and ``to_arviz`` exported them as the new fit's)."""
+    from sklearn.datasets import make_moons
+
+    X, truth = make_moons(40, noise=0.1, random_state=0)
+    y = np.full(40, -1)
+    y[:6] = truth[:6]
+    clf = PottsClassifier(inference="gibbs", n_samples=20, n_chains=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X, y)
+    assert hasattr(clf, "samples_") and hasattr(clf, "map_labels_")
+    clf.set_params(inference="mean_field").fit(X[::-1], np.where(y < 0, -1, 1 - y))
+    for stale in ("samples_", "map_labels_", "convergence_", "_training_labels"):
+        assert not hasattr(clf, stale), stale
+    with pytest.raises(ValueError, match="fit with inference='gibbs' or 'swendsen_wang'"):
+        clf.to_arviz()
+    assert clf.get_params()["inference"] == "mean_field"
+
+
+def test_score_counts_the_labelled_points_only():
+    """``-1`` / ``None`` mark unlabelled points in ``y``; scikit-learn's default ``score``
+    counted them as misses (0.2 at 100 % accuracy on 12 of 60 labelled) and failed on
+    ``None`` with a TypeError."""
+    from sklearn.datasets import make_moons
+    from sklearn.model_selection import cross_val_score
+
+    X, truth = make_moons(60, noise=0.1, random_state=0)
+    y = np.where(np.arange(60) % 5 == 0, truth, -1)
+    clf = HarmonicFunctionClassifier().fit(X, y)
+    assert clf.score(X, y) == 1.0
+    wrong = y.copy()
+    wrong[0] = 1 - wrong[0]
+    assert clf.score(X, wrong) == pytest.approx(11 / 12)
+    assert clf.score(X, y, sample_weight=np.where(np.arange(60) == 0, 11.0, 1.0)) == 1.0
+    assert min(cross_val_score(HarmonicFunctionClassifier(), X, y, cv=3)) > 0.5
+    named = np.array([None] * 60, dtype=object)
+    named[y >= 0] = np.where(y[y >= 0] == 0, "a", "b")
+    assert HarmonicFunctionClassifier().fit(X, named).score(X, named) == 1.0
+    with pytest.raises(ValueError, match="y: no labelled point to score"):
+        clf.score(X, np.full(60, -1))
+    with pytest.raises(ValueError, match="y: has 59 entries but X has 60 rows"):
+        clf.score(X, y[:59])
+
+
+
+@pytest.mark.parametrize("name", ["potts_sw", "boltzmann", "diffusion_mixture"])
+def test_exports_name_the_classes_and_take_the_converters_arguments(name, blobs):
+    """``to_arviz(model=None)`` clashed with the estimator's own ``model=`` (TypeError); the
+    Boltzmann MRF's export named its classes 0, 1 where ``classes_`` are strings."""
+    X, truth = blobs
+    named = np.where(truth == "setosa", "cat", "dog").astype(object)
+    named[np.arange(60) % 6 != 0] = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = FACTORIES[name]().fit(X, named)
+    tree = clf.to_arviz()
+    assert list(tree["constant_data"]["label_marginals"].coords["class"].values) == ["cat", "dog"]
+    assert clf.to_arviz(model=None) is not None
+
+
+def test_potts_feature_route_thins_its_chains():
+    """``fit_graph(graph, y, X=features)`` by MCMC kept every step whatever ``thin`` said."""
+    from sklearn.datasets import make_moons
+
+    X, truth = make_moons(40, noise=0.1, random_state=0)
+    y = np.full(40, -1)
+    y[::4] = truth[::4]
+    clf = PottsClassifier(inference="gibbs", n_samples=6, burn_in=2, n_chains=2, thin=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit_graph(knn_graph(X, 5), y, X=X)
+    assert clf.feature_fit_ is not None
+    assert clf.samples_.thin == 3 and clf.samples_.labels.shape[1] == 6

@@ -369,3 +369,57 @@ def test_sampled_estimator_front_door():
     ll = held.to_arviz()["log_likelihood"]["observed_labels"]
     assert ll.shape == (4, 20, 2) and list(ll.coords["labelled_node"].values) == [0, 33]
     assert np.all(ll.values <= 0.0)
+
+
+@pytest.mark.parametrize("pairs", [[[1, 2, 3], [4, 5, 6]], [[6.5, 7.9]], [[5, 5]], [7, 6, 5],
+                                   [[0, 99]]])
+def test_arviz_pairs_are_checked_not_reshaped(run, pairs):
+    """``[[1, 2, 3], [4, 5, 6]]`` was read as three other pairs, ``[[6.5, 7.9]]`` as
+    ``[[6, 7]]``, a node paired with itself was kept."""
+    model, samples = run
+    with pytest.raises(ValueError, match=r"pairs: int\[P, 2\] pairs of two different node"):
+        to_arviz(samples, model=model, pairs=pairs)
+    assert to_arviz(samples, model=model, pairs=[[0, 7]]) is not None
+
+
+def test_marginal_map_reads_a_mask_or_indices_never_a_label_vector(run):
+    """The training labels given as ``observed`` drew every unlabelled node as labelled."""
+    model, samples = run
+    X = np.random.default_rng(0).normal(size=(8, 2))
+    marginals = label_marginals(samples)
+
+    def stars(ax):
+        return sum(len(c.get_offsets()) for c in ax.collections[1:])
+
+    assert stars(plot_marginal_confidence(X, marginals, observed=TRAINING >= 0)) == 2
+    assert stars(plot_marginal_confidence(X, marginals,
+                                          observed=np.flatnonzero(TRAINING >= 0))) == 2
+    with pytest.raises(ValueError, match="pass labels >= 0"):
+        plot_marginal_confidence(X, marginals, observed=TRAINING)
+    with pytest.raises(ValueError, match=r"observed: a bool\[8\] mask"):
+        plot_marginal_confidence(X, marginals, observed=np.ones(5, bool))
+    with pytest.raises(ValueError, match="class_names: one name per column"):
+        plot_marginal_confidence(X, marginals, class_names=["a"])
+    plt.close("all")
+
+
+def test_to_arviz_names_its_misused_arguments(run):
+    """``log_likelihood=True`` got a shape message about ``[]``; an extra named ``energy``
+    replaced the energy trace silently; duplicate node names broke ``az.summary`` later; a
+    diffusion-mixture model in ``map_vs_posterior_mean`` raised an AttributeError."""
+    from graphssl.graph import Graph
+    from graphssl.models.diffusion_mixture import DirichletDiffusionMixture
+
+    model, samples = run
+    with pytest.raises(ValueError, match="log_likelihood: an array"):
+        to_arviz(samples, model=model, observed_labels=TRAINING, log_likelihood=True)
+    for name in ("energy", "labels"):
+        with pytest.raises(ValueError, match=f"extra_posterior: '{name}' is one of"):
+            to_arviz(samples, model=model, extra_posterior={name: np.zeros((4, 400))})
+    with pytest.raises(ValueError, match="node_names: the names must differ"):
+        to_arviz(samples, model=model, node_names=["x"] * 8)
+    ring = Graph.from_scipy(np.roll(np.eye(8), 1, axis=1) + np.roll(np.eye(8), -1, axis=1))
+    mixture = DirichletDiffusionMixture.create(ring, np.array([0, -1, -1, -1, 1, -1, -1, -1]),
+                                               tau=1.0)
+    with pytest.raises(ValueError, match="model: the energy of a labelling alone"):
+        map_vs_posterior_mean(samples, model=mixture)

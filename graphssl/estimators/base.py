@@ -75,6 +75,7 @@ from graphssl.validation import (
     check_features,
     check_k,
     encode_labels,
+    labelled_values,
     seed_from_random_state,
     warn_conflicting_duplicates,
 )
@@ -197,6 +198,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                 f"y: {type(self).__name__} requires y to be passed, but the target y is None; "
                 "give -1 (or None in an object array) for the unlabelled points"
             )
+        before = self._forget_fit()
         X = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite=False,
                           ensure_min_samples=2)
         X = check_features(X, name="X")
@@ -209,7 +211,27 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self.X_fit_ = X
         self.X_graph_ = X
         self._induction_scale = None
-        return self._fit_on_graph(graph, encoded)
+        try:
+            return self._fit_on_graph(graph, encoded)
+        finally:  # a fit that raised is forgotten by the next one too
+            self._remember_fit(before)
+
+    def _forget_fit(self) -> set:
+        """Drop what an earlier fit left on the estimator: the fitted attributes (``name_``)
+        and the private ones that fit added (listed in ``_fit_attributes``; attributes set
+        by others, e.g. scikit-learn's callbacks, stay). A refit by another route (mean
+        field after Gibbs) set no ``samples_`` or ``map_labels_`` of its own, and the
+        earlier fit's were read as the new one's. Returns the names present now, for
+        :meth:`_remember_fit`."""
+        added = set(vars(self).get("_fit_attributes", ())) | {"_fit_attributes"}
+        for name in [name for name in vars(self)
+                     if name in added or (name.endswith("_") and not name.startswith("_"))]:
+            delattr(self, name)
+        return set(vars(self))
+
+    def _remember_fit(self, before: set) -> None:
+        """Record the attributes this fit added (:meth:`_forget_fit`)."""
+        self._fit_attributes = tuple(sorted(set(vars(self)) - before))
 
     # True where the model's solver runs on the host (scipy): ``fit`` then builds a host
     # graph (graphssl.graph.Graph), and a process that fits only such models never starts
@@ -238,6 +260,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             many edges were one-directional.
         """
         n = _n_labels(y)
+        before = self._forget_fit()
         graph = as_graph(graph, n, weight=weight, symmetrize=symmetrize,
                          on_host=self._host_graph)
         self.classes_, encoded = encode_labels(y, graph.n_nodes, name="y")
@@ -257,14 +280,14 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                     f"X: {type(self).__name__} learns from node features; call "
                     "fit_graph(graph, y, X=features) or fit(X, y)"
                 )
-        for stale in ("n_features_in_", "feature_names_in_"):
-            if hasattr(self, stale):
-                delattr(self, stale)
         self.k_ = None
         self.X_fit_ = None
         self.X_graph_ = X
         self._induction_scale = None
-        return self._fit_on_graph(graph, encoded)
+        try:
+            return self._fit_on_graph(graph, encoded)
+        finally:  # a fit that raised is forgotten by the next one too
+            self._remember_fit(before)
 
     def _fit_on_graph(self, graph, encoded):
         n_classes = self.classes_.size
@@ -404,6 +427,21 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             map_encoded = np.array(map_encoded, dtype=np.int64)
             map_encoded[nodes] = np.argmax(dist[nodes], axis=1)
             self.map_labels_ = self.classes_[map_encoded]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy of :meth:`predict` on the points of ``X`` that ``y`` labels; its
+        unlabelled points (``-1`` / ``None`` / ``""`` / ``NaN``, as in :meth:`fit`) are not
+        targets (scikit-learn's default scored them as misses, so ``cross_val_score`` of a
+        semi-supervised split could never pass the labelled fraction)."""
+        from sklearn.metrics import accuracy_score
+
+        predicted = self.predict(X)
+        rows, truth = labelled_values(y, len(predicted))
+        if rows.size == 0:
+            raise ValueError("y: no labelled point to score (every one is -1 / None / '' / "
+                             "NaN); score against the true labels of some points")
+        weights = None if sample_weight is None else np.asarray(sample_weight)[rows]
+        return float(accuracy_score(truth, predicted[rows], sample_weight=weights))
 
     # ------------------------------------------------------------------ prediction
     def _decision(self, proba) -> np.ndarray:

@@ -374,7 +374,10 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         kwargs.setdefault("observed_labels", self._training_labels)
         kwargs.setdefault("label_marginals",  # the chosen Theta's chains' marginals
                           rao_blackwell_marginals(self._sampled_model, self.samples_))
-        return to_arviz(self.samples_, model=self._sampled_model, **kwargs)
+        if len(self.classes_) == int(self.samples_.n_classes):
+            kwargs.setdefault("class_names", self.classes_)
+        kwargs.setdefault("model", self._sampled_model)
+        return to_arviz(self.samples_, **kwargs)
 
     # ------------------------------------------------------------------ the fit
     def _chains(self) -> bl.ChainSettings:

@@ -441,7 +441,12 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         kwargs.setdefault("log_likelihood", False if recorded is None else recorded)
         if len(getattr(self, "classes_", ())) == int(self.samples_.n_classes):
             kwargs.setdefault("class_names", self.classes_)
-        return to_arviz(self.samples_, model=self.model_, **kwargs)
+        kwargs.setdefault("model", self.model_)
+        # the labels the log-likelihood is of, also when the caller drops the model
+        clamped = np.asarray(self.model_.observed, dtype=bool)
+        kwargs.setdefault("observed_labels",
+                          np.where(clamped, np.asarray(self.model_.labels), -1).astype(np.int64))
+        return to_arviz(self.samples_, **kwargs)
 
 
 class DiffusionMixtureGridClassifier(GraphSSLClassifier):

@@ -327,7 +327,7 @@ class PottsClassifier(GraphSSLClassifier):
         kernel = "gibbs" if self.inference == "gibbs" else "swendsen_wang"
         marginals, map_labels, samples = sample_feature_potts(
             fit, kernel=kernel, n_chains=int(self.n_chains), n_samples=int(self.n_samples),
-            burn_in=int(self.burn_in), seed=self._seed())
+            burn_in=int(self.burn_in), thin=int(self.thin), seed=self._seed())
         self.samples_, self._map_encoded = samples, map_labels
         self._training_labels = np.asarray(labels)
         from graphssl.diagnostics import check_convergence
@@ -401,7 +401,8 @@ class PottsClassifier(GraphSSLClassifier):
         kwargs.setdefault("label_marginals", rao_blackwell_marginals(self.model_, self.samples_))
         if len(getattr(self, "classes_", ())) == int(self.samples_.n_classes):
             kwargs.setdefault("class_names", self.classes_)
-        return to_arviz(self.samples_, model=self.model_, **kwargs)
+        kwargs.setdefault("model", self.model_)
+        return to_arviz(self.samples_, **kwargs)
 
 
 def _with_modes(marginals: np.ndarray, modes: np.ndarray) -> np.ndarray:

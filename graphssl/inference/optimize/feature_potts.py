@@ -198,11 +198,12 @@ def fit_feature_potts(graph, features, labels, n_classes: int | None = None, *,
 
 def sample_feature_potts(fit: FeaturePottsFit, *, kernel: str = "swendsen_wang",
                          n_chains: int = 4, n_samples: int = 200, burn_in: int = 50,
-                         seed: int, icm: bool = True):
+                         thin: int = 1, seed: int, icm: bool = True):
     """Posterior of the learned CRF by Swendsen-Wang (or ``kernel="gibbs"``: chromatic
     Gibbs), started from the mean-field labels; marginals Rao-Blackwellised
     (:func:`~graphssl.inference.mcmc.chains.rao_blackwell_marginals`); MAP by ICM from the
-    lowest-energy draw. ``seed``: of the chains' PRNG key (required).
+    lowest-energy draw. ``thin``: steps per kept draw. ``seed``: of the chains' PRNG key
+    (required).
 
     Returns ``(marginals float64[n, C], map_labels int[n], samples)``.
     """
@@ -217,7 +218,7 @@ def sample_feature_potts(fit: FeaturePottsFit, *, kernel: str = "swendsen_wang",
     step = swendsen_wang() if kernel == "swendsen_wang" else chromatic_gibbs(model.graph)
     start = np.argmax(fit.marginals, axis=1)
     samples = sample_chains(step, model, jax.random.PRNGKey(int(seed)), n_chains=int(n_chains),
-                            n_samples=int(n_samples), burn_in=int(burn_in),
+                            n_samples=int(n_samples), burn_in=int(burn_in), thin=int(thin),
                             init_labels=np.tile(start, (int(n_chains), 1)))
     marginals = np.asarray(rao_blackwell_marginals(model, samples), dtype=np.float64)
     map_labels = np.asarray(samples.map_labels)

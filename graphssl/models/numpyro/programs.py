@@ -46,7 +46,7 @@ from graphssl.models.numpyro.fields import (
     record_label_statistics,
 )
 from graphssl.models.potts import PottsModel
-from graphssl.validation import check_label_codes, check_same_length, is_whole
+from graphssl.validation import check_label_codes, check_pairs, check_same_length, is_whole
 
 __all__ = [
     "potts_program",
@@ -70,16 +70,10 @@ def _label_codes(labels, n: int, n_classes: int | None, against: str = NODES):
 
 
 def _pairs(pairs, n):
-    """The co-assignment pairs recorded beside the labels: ``int[P, 2]`` node indices in
-    ``0..n-1`` (one out of range was clamped by JAX's gather: a wrong pair, silently)."""
-    if pairs is None:
-        return default_pairs(n)
-    pairs = np.asarray(pairs)
-    if (pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype.kind not in "iu"
-            or (pairs.size and (pairs.min() < 0 or pairs.max() >= n))):
-        raise ValueError(f"pairs: int[P, 2] node indices in 0..{n - 1}, got shape "
-                         f"{pairs.shape} of dtype {pairs.dtype}")
-    return pairs
+    """The co-assignment pairs recorded beside the labels: :func:`default_pairs` or the
+    given ``int[P, 2]`` (:func:`~graphssl.validation.check_pairs`: one out of range was
+    clamped by JAX's gather, a wrong pair, silently)."""
+    return default_pairs(n) if pairs is None else check_pairs(pairs, n)
 
 
 def _check_nonnegative_support(prior) -> None:
