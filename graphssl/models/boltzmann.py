@@ -283,8 +283,18 @@ class BoltzmannMRF(PottsModel):
     def with_parameters(
         self, couplings=None, class_bias=None, evidence_strength=None
     ) -> BoltzmannMRF:
-        """Same structure, new ``A_ij`` (float[E]), ``beta_c`` and/or ``e^gamma``; jit-able,
-        and one compiled program when called outside ``jit`` (:func:`_with_parameters`)."""
+        """Same structure, new ``A_ij`` (``couplings``, float[E], one per stored pair, in the
+        order of ``graph.senders``), ``beta_c`` (``class_bias``, float[C]) and/or ``e^gamma``;
+        jit-able, and one compiled program when called outside ``jit``
+        (:func:`_with_parameters`). Lists are converted; a wrong length is a ``ValueError``
+        (shapes are static: checked for traced values too)."""
+        if couplings is not None:
+            couplings = _parameter_vector(couplings, int(self.graph.senders.shape[0]),
+                                          "couplings", "one A_ij per stored pair",
+                                          self.graph.weights.dtype)
+        if class_bias is not None:
+            class_bias = _parameter_vector(class_bias, self.n_classes, "class_bias",
+                                           "one beta_c per class", self.field.dtype)
         return _with_parameters(self, couplings, class_bias, evidence_strength)
 
     def unclamped(self) -> BoltzmannMRF:
@@ -312,6 +322,22 @@ jax.tree_util.register_dataclass(
     ],
     meta_fields=["n_classes"],
 )
+
+
+def _parameter_vector(value, length: int, name: str, meaning: str, dtype):
+    """``value`` as a float[length] array (a list or tuple is converted to ``dtype``); a
+    ``ValueError`` naming ``name`` when its shape differs. Reads ``.shape`` only, so a traced
+    value (``jit``, ``vmap``, ``grad``) passes through unconverted."""
+    if not hasattr(value, "shape"):
+        try:
+            value = np.asarray(value, dtype=dtype)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}: expected float[{length}] ({meaning}), got "
+                             f"{value!r}") from None
+    if tuple(value.shape) != (length,):
+        raise ValueError(f"{name}: expected float[{length}] ({meaning}), got shape "
+                         f"{tuple(value.shape)}")
+    return value
 
 
 @jax.jit

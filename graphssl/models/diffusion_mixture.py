@@ -55,6 +55,8 @@ from graphssl.models.graph_diffusion import (
     diffusion_pmfs_for_taus,
     normalized_laplacian_table,
 )
+from graphssl.models.potts import _check_codes, _check_scalar
+from graphssl.validation import check_label_codes, is_whole
 
 __all__ = [
     "DirichletDiffusionMixture",
@@ -142,37 +144,34 @@ class DirichletDiffusionMixture:
           labels: observed classes, -1 where unobserved.
           n_classes: C (default: 1 + the largest label).
           tau: diffusion time of ``K_tau`` (ignored when ``diffusion`` is given).
-          alpha: Dirichlet concentration (Eq. 3); gamma: MRF strength (Eq. 4).
-          class_prior: eta (float[C], normalised here); default uniform.
+          alpha: Dirichlet concentration (Eq. 3), finite > 0; gamma: MRF strength (Eq. 4),
+            finite >= 0.
+          class_prior: eta: C positive proportions (normalised here); None (default):
+            uniform; ``"labelled"``: the labelled class counts, add-one smoothed
+            (:func:`~graphssl.inference.optimize.baselines.propagation.labelled_class_proportions`);
+            ``"graph"``: the graph Parzen window's proportions
+            (:func:`with_graph_proportions`), as the estimators' options of those names.
           balance: use p_BAL of Eq. 5 (True) or ``prod_i eta_{y_i}`` (False, Fig. 2 left).
           laplacian_kind: ``"symmetric"`` (I - S) or ``"walder"`` (diag(S 1) - S).
-          diffusion: precomputed ``D_tau`` (float[m, m], columns summing to one).
+          diffusion: precomputed ``D_tau`` (float[m, m], finite, non-negative, columns
+            summing to one within a relative 1e-6).
           dtype: float dtype of the arrays (default: JAX's default float).
         """
-        labels = np.asarray(labels)
         m = graph.n_nodes
-        if labels.shape != (m,):
-            raise ValueError(f"labels: expected shape ({m},) for a graph of {m} nodes, "
-                             f"got {labels.shape}")
-        if np.any(labels < -1):
-            raise ValueError("labels: use -1 for unlabelled and 0..C-1 for classes")
+        if n_classes is not None and not is_whole(n_classes, 2):
+            raise ValueError(f"n_classes: a whole number >= 2 of classes, got {n_classes!r}")
+        labels = check_label_codes(labels, m, n_classes=n_classes, name="labels",
+                                   against="the graph has {n} nodes")
         if n_classes is None:
             n_classes = int(labels.max()) + 1
-        if n_classes < 2 or labels.max() >= n_classes:
-            raise ValueError(f"n_classes: need >= 2 classes covering the labels, got {n_classes}")
-        if not alpha > 0:
-            raise ValueError(f"alpha: the Dirichlet concentration must be positive, got {alpha}")
-        if not gamma >= 0:
-            raise ValueError(f"gamma: the MRF strength must be >= 0, got {gamma}")
-        eta = np.full(n_classes, 1.0 / n_classes) if class_prior is None else np.asarray(
-            class_prior, dtype=np.float64)
-        if eta.shape != (n_classes,) or np.any(eta <= 0) or not np.all(np.isfinite(eta)):
-            raise ValueError(
-                f"class_prior: expected {n_classes} positive proportions, got {class_prior}")
-        D = diffusion_pmfs(graph, tau, laplacian_kind) if diffusion is None else np.asarray(
-            diffusion, dtype=np.float64)
-        if D.shape != (m, m):
-            raise ValueError(f"diffusion: expected an ({m}, {m}) matrix, got {D.shape}")
+            if n_classes < 2:
+                raise ValueError(f"n_classes: need >= 2 classes, the labels give {n_classes}; "
+                                 "pass n_classes")
+        _check_scalar(alpha, "alpha", strict=True)
+        _check_scalar(gamma, "gamma")
+        eta, from_graph = _class_prior(class_prior, labels, n_classes)
+        D = (diffusion_pmfs(graph, tau, laplacian_kind) if diffusion is None
+             else _check_diffusion(diffusion, m))
         D = np.maximum(D, _MIN_PMF)
         index, lap, diag = normalized_laplacian_table(graph, laplacian_kind)
         # a bucketed width: graphs of one size share the compiled samplers (padding changes
@@ -180,7 +179,7 @@ class DirichletDiffusionMixture:
         index, lap = padded_to_bucket(index, lap)
         dtype = dtype or jnp.zeros(()).dtype
         arr = lambda x: jnp.asarray(x, dtype=dtype)  # noqa: E731
-        return cls(
+        model = cls(
             log_diffusion=arr(np.log(D)),
             diffusion_scaled=arr(D / D.max(axis=1, keepdims=True)),
             neighbor_index=jnp.asarray(index, dtype=jnp.int32),
@@ -195,6 +194,7 @@ class DirichletDiffusionMixture:
             log_gamma=log_gamma_table(alpha, m, dtype),
             n_classes=int(n_classes),
         )
+        return with_graph_proportions(model, labels) if from_graph else model
 
     def replace(self, **changes) -> DirichletDiffusionMixture:
         """A copy with some fields changed (e.g. ``gamma``, ``balance``, ``alpha``; a new
@@ -207,17 +207,87 @@ class DirichletDiffusionMixture:
         return dataclasses.replace(self, **changes)
 
     def log_joint(self, y, beta) -> jax.Array:
-        """``log p(y, beta | xi, eta, alpha, gamma, L, D_tau)`` up to a constant (Sec. 3.5)."""
+        """``log p(y, beta | xi, eta, alpha, gamma, L, D_tau)`` up to a constant (Sec. 3.5).
+
+        ``y``: int[m] classes in ``0..C-1``; ``beta``: int[m] centres in ``0..m-1``. Concrete
+        values out of range give a ``ValueError`` (traced ones: their shape is checked)."""
+        self._check_state(y, beta)
         return log_joint(self, y, beta)
 
     def energy(self, labels_or_state, beta=None) -> jax.Array:
         """``-log_joint(y, beta)``: give ``(y, beta)``, or one state with fields ``labels``
-        (or ``y``), ``beta`` and ``stats`` (a sampler's state; its statistics are used)."""
+        (or ``y``), ``beta`` and ``stats`` (a sampler's state; its statistics are used).
+        Checked as in :meth:`log_joint`."""
         if beta is not None:
+            self._check_state(labels_or_state, beta)
             return -log_joint(self, labels_or_state, beta)
         state = labels_or_state
         y = state.labels if hasattr(state, "labels") else state.y
+        self._check_state(y, state.beta)
         return -log_joint(self, y, state.beta, getattr(state, "stats", None))
+
+    def _check_state(self, y, beta) -> None:
+        """``y`` int[m] in ``0..C-1`` and ``beta`` int[m] in ``0..m-1`` (values when concrete)."""
+        _check_codes(y, self.n_nodes, self.n_classes, "y", "class")
+        _check_codes(beta, self.n_nodes, self.n_nodes, "beta", "centre (a vertex)")
+
+
+_CLASS_PRIORS = ("labelled", "graph")
+_DIFFUSION_TOLERANCE = 1e-6  # relative error allowed in the column sums of a given D_tau
+
+
+def _class_prior(class_prior, labels: np.ndarray, n_classes: int):
+    """``(eta, from_graph)`` from ``create``'s ``class_prior``: None (uniform),
+    ``"labelled"`` (smoothed labelled counts), ``"graph"`` (uniform here, then read from the
+    built model: ``from_graph``) or C positive finite numbers."""
+    uniform = np.full(n_classes, 1.0 / n_classes)
+    if class_prior is None:
+        return uniform, False
+    if isinstance(class_prior, str):
+        if class_prior not in _CLASS_PRIORS:
+            raise ValueError(f"class_prior: use None (uniform), 'labelled', 'graph' or "
+                             f"{n_classes} positive proportions, got {class_prior!r}")
+        if class_prior == "graph":
+            return uniform, True
+        from graphssl.inference.optimize.baselines.propagation import (
+            labelled_class_proportions,
+        )
+
+        counts = np.bincount(labels[labels >= 0], minlength=n_classes)
+        return labelled_class_proportions(counts), False
+    try:
+        eta = np.asarray(class_prior, dtype=np.float64)
+    except (TypeError, ValueError):
+        eta = None
+    if eta is None or eta.shape != (n_classes,) or np.any(eta <= 0) or not np.all(
+            np.isfinite(eta)):
+        raise ValueError(f"class_prior: expected {n_classes} positive finite proportions (or "
+                         f"None, 'labelled', 'graph'), got {class_prior!r}")
+    return eta, False
+
+
+def _check_diffusion(diffusion, m: int) -> np.ndarray:
+    """A given ``D_tau`` as float64[m, m]: finite, non-negative (to the tolerance), each
+    column summing to one within a relative ``_DIFFUSION_TOLERANCE``."""
+    try:
+        D = np.asarray(diffusion, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"diffusion: expected a float ({m}, {m}) matrix of p.m.f. columns, "
+                         f"got {type(diffusion).__name__}") from None
+    if D.shape != (m, m):
+        raise ValueError(f"diffusion: expected an ({m}, {m}) matrix, got {D.shape}")
+    if not np.all(np.isfinite(D)):
+        raise ValueError("diffusion: contains NaN or inf; each column must be a p.m.f. "
+                         "(graphssl.models.diffusion_mixture.diffusion_pmfs builds one)")
+    if D.min() < -_DIFFUSION_TOLERANCE:
+        raise ValueError(f"diffusion: negative entries (down to {D.min():.3g}); each column "
+                         "must be a p.m.f. (non-negative, summing to one)")
+    sums = D.sum(axis=0)
+    worst = int(np.argmax(np.abs(sums - 1.0)))
+    if abs(sums[worst] - 1.0) > _DIFFUSION_TOLERANCE:
+        raise ValueError(f"diffusion: columns must sum to one (column {worst} sums to "
+                         f"{sums[worst]:.6g}); normalise them, D / D.sum(axis=0)")
+    return D
 
 
 jax.tree_util.register_dataclass(
