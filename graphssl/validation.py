@@ -25,6 +25,8 @@ __all__ = [
     "check_label_codes",
     "check_labels",
     "check_pairs",
+    "check_scalar",
+    "check_state_codes",
     "check_k",
     "check_same_length",
     "encode_labels",
@@ -343,6 +345,50 @@ def check_pairs(pairs, n: int, *, name: str = "pairs") -> np.ndarray:
         raise ValueError(f"{name}: int[P, 2] pairs of two different node indices in "
                          f"0..{n - 1}, got shape {pairs.shape} of dtype {pairs.dtype}")
     return pairs.astype(np.int64)
+
+
+def check_scalar(value, name: str, *, minimum: float = 0.0, strict: bool = False) -> None:
+    """``value`` must be one finite real number ``>= minimum`` (``> minimum`` when ``strict``);
+    a traced value (``jit``, ``vmap``, a numpyro program's sample) is checked for its shape
+    only. Strings and bools are refused (``"1"`` is not a number here)."""
+    wanted = f"{name}: a finite number {'>' if strict else '>='} {minimum:g} (a scalar)"
+    import jax
+
+    if isinstance(value, jax.core.Tracer):
+        if value.shape != ():
+            raise ValueError(f"{wanted}, got an array of shape {value.shape}")
+        return
+    if isinstance(value, (str, bytes, bool, np.bool_)):
+        raise ValueError(f"{wanted}, got {value!r}")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{wanted}, got {value!r}") from None
+    if array.shape != ():
+        raise ValueError(f"{wanted}, got an array of shape {array.shape}")
+    number = float(array)
+    if not np.isfinite(number) or number < minimum or (strict and number == minimum):
+        raise ValueError(f"{wanted}, got {number!r}")
+
+
+def check_state_codes(values, n: int, count: int, name: str, what: str) -> None:
+    """``values`` must be ``int[n]`` with every entry a ``what`` in ``0..count-1`` (a state of
+    the model: no ``-1``). Concrete values are checked on the host; a traced array (``jit``,
+    ``vmap``) for its shape only, so that compiled callers pay nothing."""
+    import jax
+
+    if isinstance(values, jax.core.Tracer):
+        if values.shape != (n,):
+            raise ValueError(f"{name}: expected shape ({n},), one {what} per node, got "
+                             f"{values.shape}")
+        return
+    codes = np.asarray(values)
+    if (codes.ndim == 1 and codes.size and np.issubdtype(codes.dtype, np.number)
+            and (codes.min() < 0 or codes.max() >= count)):
+        bad = codes[(codes < 0) | (codes >= count)]
+        raise ValueError(f"{name}: every node needs a {what} in 0..{count - 1} (a state has no "
+                         f"unlabelled node); found {bad[0].item()!r}")
+    check_label_codes(codes, n, name=name, against="the model has {n} nodes")
 
 
 def check_flag(value, name: str) -> bool:

@@ -55,8 +55,7 @@ from graphssl.models.graph_diffusion import (
     diffusion_pmfs_for_taus,
     normalized_laplacian_table,
 )
-from graphssl.models.potts import _check_codes, _check_scalar
-from graphssl.validation import check_label_codes, is_whole
+from graphssl.validation import check_label_codes, check_scalar, check_state_codes, is_whole
 
 __all__ = [
     "DirichletDiffusionMixture",
@@ -167,8 +166,8 @@ class DirichletDiffusionMixture:
             if n_classes < 2:
                 raise ValueError(f"n_classes: need >= 2 classes, the labels give {n_classes}; "
                                  "pass n_classes")
-        _check_scalar(alpha, "alpha", strict=True)
-        _check_scalar(gamma, "gamma")
+        check_scalar(alpha, "alpha", strict=True)
+        check_scalar(gamma, "gamma")
         eta, from_graph = _class_prior(class_prior, labels, n_classes)
         D = (diffusion_pmfs(graph, tau, laplacian_kind) if diffusion is None
              else _check_diffusion(diffusion, m))
@@ -228,8 +227,8 @@ class DirichletDiffusionMixture:
 
     def _check_state(self, y, beta) -> None:
         """``y`` int[m] in ``0..C-1`` and ``beta`` int[m] in ``0..m-1`` (values when concrete)."""
-        _check_codes(y, self.n_nodes, self.n_classes, "y", "class")
-        _check_codes(beta, self.n_nodes, self.n_nodes, "beta", "centre (a vertex)")
+        check_state_codes(y, self.n_nodes, self.n_classes, "y", "class")
+        check_state_codes(beta, self.n_nodes, self.n_nodes, "beta", "centre (a vertex)")
 
 
 _CLASS_PRIORS = ("labelled", "graph")

@@ -37,7 +37,13 @@ from graphssl._device import alike
 from graphssl._warnings import warn_user
 from graphssl.graph import Graph
 from graphssl.models.protocol import PairwiseTables, pairwise_energy
-from graphssl.validation import check_label_codes, check_same_length, is_whole
+from graphssl.validation import (
+    check_label_codes,
+    check_same_length,
+    check_scalar,
+    check_state_codes,
+    is_whole,
+)
 
 ASYMMETRIC = ("warn", "symmetrize", "raise")
 
@@ -98,7 +104,7 @@ class PottsModel:
         if not is_whole(n_classes, 2):
             raise ValueError(f"n_classes: a Potts model needs a whole number >= 2 of states, "
                              f"got {n_classes!r}")
-        _check_scalar(beta, "beta")
+        check_scalar(beta, "beta")
         nodes = "the graph has {n} nodes"
         labels = np.full(n, -1) if labels is None else check_label_codes(
             labels, n, n_classes=n_classes, name="labels", against=nodes)
@@ -158,7 +164,7 @@ class PottsModel:
         ``labels``: int[n] in ``0..q-1``; concrete values out of that range give a
         ``ValueError`` (a traced array, under ``jit`` or ``vmap``, is checked for its shape
         only)."""
-        _check_codes(labels, self.n_nodes, self.n_classes, "labels", "class")
+        check_state_codes(labels, self.n_nodes, self.n_classes, "labels", "class")
         return pairwise_energy(self, labels)
 
     def unary_logits(self) -> jax.Array:
@@ -199,48 +205,8 @@ class PottsModel:
     def with_beta(self, beta) -> PottsModel:
         """The same model at another inverse temperature ``beta`` (a finite number >= 0; a
         traced one, e.g. a numpyro program's sample, is checked for its shape only)."""
-        _check_scalar(beta, "beta")
+        check_scalar(beta, "beta")
         return dataclasses.replace(self, beta=jnp.asarray(beta, dtype=self.beta.dtype))
-
-
-def _check_scalar(value, name: str, *, minimum: float = 0.0, strict: bool = False) -> None:
-    """``value`` must be one finite real number ``>= minimum`` (``> minimum`` when ``strict``);
-    a traced value (``jit``, ``vmap``, a numpyro program's sample) is checked for its shape
-    only. Strings and bools are refused (``"1"`` is not a number here)."""
-    wanted = f"{name}: a finite number {'>' if strict else '>='} {minimum:g} (a scalar)"
-    if isinstance(value, jax.core.Tracer):
-        if value.shape != ():
-            raise ValueError(f"{wanted}, got an array of shape {value.shape}")
-        return
-    if isinstance(value, (str, bytes, bool, np.bool_)):
-        raise ValueError(f"{wanted}, got {value!r}")
-    try:
-        array = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{wanted}, got {value!r}") from None
-    if array.shape != ():
-        raise ValueError(f"{wanted}, got an array of shape {array.shape}")
-    number = float(array)
-    if not np.isfinite(number) or number < minimum or (strict and number == minimum):
-        raise ValueError(f"{wanted}, got {number!r}")
-
-
-def _check_codes(values, n: int, count: int, name: str, what: str) -> None:
-    """``values`` must be ``int[n]`` with every entry a ``what`` in ``0..count-1`` (a state of
-    the model: no ``-1``). Concrete values are checked on the host; a traced array (``jit``,
-    ``vmap``) for its shape only, so that compiled callers pay nothing."""
-    if isinstance(values, jax.core.Tracer):
-        if values.shape != (n,):
-            raise ValueError(f"{name}: expected shape ({n},), one {what} per node, got "
-                             f"{values.shape}")
-        return
-    codes = np.asarray(values)
-    if (codes.ndim == 1 and codes.size and np.issubdtype(codes.dtype, np.number)
-            and (codes.min() < 0 or codes.max() >= count)):
-        bad = codes[(codes < 0) | (codes >= count)]
-        raise ValueError(f"{name}: every node needs a {what} in 0..{count - 1} (a state has no "
-                         f"unlabelled node); found {bad[0].item()!r}")
-    check_label_codes(codes, n, name=name, against="the model has {n} nodes")
 
 
 def _scaled(beta, table) -> jax.Array:
