@@ -8,10 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 from graphssl._distances import (  # noqa: F401 - _squared_norms is used by graphssl.graph
+    _FLOAT32_EPS,
     _brute_force_knn,
     _drop_self,
     _exact_distances,
     _squared_norms,
+    certified_neighbors,
 )
 from graphssl._warnings import warn_user
 from graphssl.neighbors_approximate import (
@@ -159,23 +161,24 @@ def _gemm_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     Candidates: the ``k + 1 + slack`` nearest by float32 distances (one ``[block, n]`` product
     and top-k per block of queries; on a CPU XLA's float32 GEMM is ~2.5x the float64 work of
     ``"brute"``, on a GPU it is the blocked top-k of the accelerator); then the candidates'
-    distances are recomputed in float64 and sorted (ties by index). A true neighbour is lost
-    only if float32 rounding (relative ~1e-6 of the squared norms) moves more than ``slack``
-    = 6 points ahead of it. (numpy's OpenBLAS products are 1.4x XLA's on this CPU, but with
+    distances are recomputed in float64 and sorted (ties by index); rows whose float32
+    rounding could have displaced a true neighbour are searched again in float64
+    (:func:`graphssl._distances.certified_neighbors`), so the result is exact. (numpy's
+    OpenBLAS products are 1.4x XLA's on this CPU, but with
     numpy's top-k the search took the same 0.28 s on usps_full, so one engine is kept.)
     """
     n = X.shape[0]
     m = min(n, k + 1 + _GEMM_SLACK)
     block = max(1, min(_GEMM_BLOCK, n, 2**27 // n))  # score block <= 2^27 floats (512 MB)
-    X32 = np.asarray(X - X.mean(axis=0), dtype=np.float32)  # centred (see exact_knn_traced)
+    centred = X - X.mean(axis=0)  # centred (see exact_knn_traced)
+    largest = float(np.max(np.abs(centred), initial=0.0))
+    if largest > 0.0:  # a power-of-two scale to ~1: float32 neither overflows nor underflows
+        centred = np.ldexp(centred, -int(np.frexp(largest)[1]))
+    X32 = np.asarray(centred, dtype=np.float32)
     pad = (-n) % block
     queries = np.concatenate([X32, np.zeros((pad, X32.shape[1]), np.float32)]) if pad else X32
     candidates = np.asarray(_gemm_candidates(X32, queries, m, block, _GEMM_GROUP))
-    candidates = candidates[:n].astype(np.int64)
-    distances = _exact_distances(X, candidates)
-    order = np.lexsort((candidates, distances), axis=1)[:, : k + 1]
-    indices = np.take_along_axis(candidates, order, axis=1)
-    return _drop_self(indices, np.take_along_axis(distances, order, axis=1), k)
+    return certified_neighbors(X, candidates[:n], k, _FLOAT32_EPS)
 
 
 def _kdtree_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

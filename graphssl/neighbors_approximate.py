@@ -173,7 +173,7 @@ def _projected_knn(X: np.ndarray, k: int, n_components: int, n_candidates: int, 
     m = min(max(int(n_candidates), k), n - 1)
     Y = _principal_projection(X, r, seed)
     candidates, _ = _brute_force_knn(Y, m)
-    X32 = np.asarray(X, dtype=np.float32)
+    X32 = np.asarray(X - X.mean(axis=0), dtype=np.float32)  # centred: float32 keeps the spread
     norms = _squared_norms(X32)
     sq = np.empty(candidates.shape, dtype=np.float32)
     block = max(1, 2**22 // max(m * d, 1))  # ~16 MB of gathered float32 rows per block

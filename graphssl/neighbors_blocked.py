@@ -10,10 +10,12 @@ distance). The
 scores ``2 x.y - |y|^2`` against the kept leaves come from one float32 product (the norms
 folded in as an extra column, ``[x, 1] . [2y, -|y|^2]``), the ``m = k + 1 + 6`` best columns
 of each row from :func:`grouped_top` (exact), and their float64 distances
-(:func:`graphssl._distances._exact_distances`) are sorted, ties by index, as
-``method="gemm"`` does: a true neighbour is lost only if float32 rounding moves more than
-6 points ahead of it. The bound is widened by 1e-4 of the squared norms, far above float32
-rounding of the scores, so the pruning itself loses nothing.
+(:func:`graphssl._distances.certified_neighbors`) are sorted, ties by index, as
+``method="gemm"`` does. A row whose float32 scores could have moved a true neighbour out
+of its candidates (the rounding bound exceeds the candidates' spread: far-apart groups,
+such as a 0 / 1e4-coded column, where 3999 of 4000 rows had a wrong neighbour) is searched
+again in float64, so the result is exact. The pruning bound is widened by 1e-4 of the
+squared norms, far above float32 rounding of the scores, so the pruning loses nothing.
 
 Points with structure (clusters, manifolds) skip most leaves; points without it (uniform
 noise in many dimensions) skip few, and then the work is the full product plus the tree.
@@ -36,13 +38,18 @@ from __future__ import annotations
 import numpy as np
 
 from graphssl._blas import limited_threads
-from graphssl._distances import _drop_self, _exact_distances, _squared_norms, _threads
+from graphssl._distances import (
+    _FLOAT32_EPS,
+    SLACK,
+    _squared_norms,
+    _threads,
+    certified_neighbors,
+)
 
 __all__ = ["blocked_knn", "grouped_top", "leaf_order"]
 
 LEAF = 128  # points per leaf (and query rows per product)
 GROUP = 16
-SLACK = 6
 _MARGIN = 1e-4  # relative widening of the pruning bound (float32 scores)
 _PAD_SCORE = np.float32(-np.finfo(np.float32).max)
 
@@ -128,10 +135,7 @@ def blocked_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     other points, nearest first, ties by index (see the module docstring)."""
     with limited_threads(1):  # small products: BLAS threads only wait
         candidates = _candidates(X, min(X.shape[0], k + 1 + SLACK))
-    distances = _exact_distances(np.asarray(X, dtype=np.float64), candidates)
-    rank = np.lexsort((candidates, distances), axis=1)[:, : k + 1]
-    indices = np.take_along_axis(candidates, rank, axis=1)
-    return _drop_self(indices, np.take_along_axis(distances, rank, axis=1), k)
+    return certified_neighbors(X, candidates, k, _FLOAT32_EPS)
 
 
 def _candidates(X: np.ndarray, m: int) -> np.ndarray:
