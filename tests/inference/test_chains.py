@@ -13,7 +13,7 @@ from graphssl.inference import label_marginals, sample_chains, storage_dtype
 from graphssl.inference.mcmc.chains import rao_blackwell_marginals
 from graphssl.inference.optimize.icm import iterated_conditional_modes
 
-from .conftest import BURN_IN, N_CHAINS, N_SAMPLES
+from .conftest import BURN_IN, N_CHAINS, N_SAMPLES, small_model
 
 
 @pytest.fixture(scope="module")
@@ -223,3 +223,22 @@ def test_sharded_chains_equal_single_device(reference, tmp_path):
     code = SHARDED.format(out=out, n_chains=N_CHAINS, n_samples=N_SAMPLES, burn_in=BURN_IN)
     subprocess.run([sys.executable, "-c", code], env=env, cwd=root, check=True, timeout=300)
     np.testing.assert_array_equal(np.load(out), reference.labels)
+
+
+def test_resume_refuses_a_run_of_another_model_or_kernel(kernels, models, reference):
+    """A model of the same size with another beta and field joined the draws of two laws
+    (its MAP energy stayed the first model's); Swendsen-Wang after a Gibbs run failed late
+    with a KeyError, batched_model=True with an IndexError."""
+    import dataclasses
+
+    kernel, model = kernels["chromatic"], models[(True, True)]
+    weaker = dataclasses.replace(model, beta=model.beta * 0.1, field=model.field * 0.1)
+    with pytest.raises(ValueError, match="resume: the run's last draws have energies"):
+        sample_chains(kernel, weaker, None, n_samples=2, resume=reference)
+    with pytest.raises(ValueError, match="move statistics .* another kernel made it"):
+        sample_chains(kernels["swendsen_wang"], model, None, n_samples=2, resume=reference)
+    with pytest.raises(ValueError, match="resume: this kernel cannot start chains"):
+        sample_chains(kernel, model, None, n_samples=2, batched_model=True, resume=reference)
+    four = small_model(n=8, q=4, field=True, clamped=True, seed=0)
+    with pytest.raises(ValueError, match="resume: the run has 3 classes, the model 4"):
+        sample_chains(kernel, four, None, n_samples=2, resume=reference)

@@ -266,3 +266,22 @@ def test_kernel_fingerprint_sees_functions_closures_and_arrays(models):
     assert describe(chromatic_gibbs(graph)) != describe(chromatic_gibbs(cycle))
     assert describe(compose(swendsen_wang(), permutation_move())) != describe(
         compose(swendsen_wang(), permutation_move(rule="barker")))
+
+
+def test_fingerprint_reads_numpy_scalars_by_value():
+    """A kernel bound to ``np.int64(1)`` sweeps was continued with ``np.int64(5)``: the
+    description kept the scalar's type name only."""
+    from graphssl.inference.mcmc.kernels import Kernel
+
+    def multi(step, sweeps, model, key, state):
+        return step(model, key, state)
+
+    def kernel(sweeps):
+        return Kernel(None, jax.tree_util.Partial(multi, None, sweeps), None, None)
+
+    def describe(sweeps):
+        return ckpt._describe(kernel(sweeps).step)
+
+    assert describe(np.int64(1)) != describe(np.int64(5))
+    assert describe(np.float32(0.5)) == describe(np.float32(0.5))
+    assert describe(np.float64(np.nan)) == describe(np.float64(np.nan))

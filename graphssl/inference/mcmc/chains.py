@@ -307,6 +307,49 @@ def _check_init_labels(init_labels, model) -> None:
                          f"{values.max() if values.size else '-'}] of dtype {values.dtype}")
 
 
+def _check_resume(kernel, model, resume, energy_fn, batched_model) -> None:
+    """``resume`` must be a run of this kernel on this model: its classes, its chains' state
+    (the kernel's state layout, leaf by leaf) and the energy of its last draws under this
+    model (a model of the same size but another beta or field joined the draws of two laws,
+    and a Swendsen-Wang kernel after a Gibbs run failed late with a ``KeyError``)."""
+    fix = "resume with the kernel, model and batched_model the run was made with"
+    if int(resume.n_classes) != int(model.n_classes):
+        raise ValueError(f"resume: the run has {int(resume.n_classes)} classes, the model "
+                         f"{int(model.n_classes)}; {fix}")
+    n_chains = int(np.shape(resume.chain_keys)[0])
+    try:
+        fresh = jax.eval_shape(functools.partial(
+            _initial_carry, kernel, model, jax.random.key(0), n_chains, None, energy_fn,
+            batched_model))[1]
+    except (TypeError, ValueError) as err:  # e.g. batched_model=True on one model
+        raise ValueError(f"resume: this kernel cannot start chains on this model "
+                         f"(batched_model={batched_model}: {str(err).splitlines()[0]}); "
+                         f"{fix}") from None
+    held = (resume.final_state, resume.chain_map_energy, resume.chain_map_labels)
+    fresh_leaves, fresh_tree = jax.tree_util.tree_flatten(fresh)
+    held_leaves, held_tree = jax.tree_util.tree_flatten(held)
+    if fresh_tree != held_tree or any(
+            np.shape(a) != np.shape(b) for a, b in zip(fresh_leaves, held_leaves, strict=True)):
+        raise ValueError(f"resume: the run's chain state does not fit this kernel and model "
+                         f"({type(resume.final_state).__name__} held); {fix}")
+    axes = (0 if batched_model else None, None, 0)
+    info = jax.eval_shape(jax.vmap(kernel.step, in_axes=axes), model, jax.random.key(0),
+                          resume.final_state)[1]
+    if np.shape(resume.labels)[1] and set(info_dict(info)) != set(resume.stats):
+        raise ValueError(f"resume: the run's move statistics {sorted(resume.stats)} are not "
+                         f"this kernel's {sorted(info_dict(info))}: another kernel made it; "
+                         f"{fix}")
+    if np.shape(resume.energy)[1] == 0:
+        return
+    axes = (0 if batched_model else None, 0)
+    energy = np.asarray(jax.vmap(energy_fn, in_axes=axes)(model, resume.final_state))
+    recorded = np.asarray(resume.energy)[:, -1]
+    if not np.allclose(energy, recorded, rtol=1e-4, atol=1e-4, equal_nan=True):
+        raise ValueError(f"resume: the run's last draws have energies {recorded[:3]} as "
+                         f"recorded but {energy[:3]} under this model: it sampled another "
+                         f"model (other beta, field or couplings); {fix}")
+
+
 def _initial_carry(kernel, model, key, n_chains, init_labels, energy_fn=label_energy,
                    batched_model=False):
     init_key, chains_key = jax.random.split(key)
@@ -412,6 +455,7 @@ def sample_chains(
         if not batched_model and held != model.n_nodes:
             raise ValueError(f"resume: the run holds chains over {held} nodes, the model has "
                              f"{model.n_nodes}; resume a run of this model")
+        _check_resume(kernel, model, resume, energy_fn, batched_model)
         chain_keys = resume.chain_keys
         n_chains = chain_keys.shape[0]
         carry = (resume.final_state, resume.chain_map_energy, resume.chain_map_labels)

@@ -110,6 +110,8 @@ def _describe(obj, depth: int = 0):
                 "args": [_describe(a, depth + 1) for a in obj.args],
                 "keywords": {k: _describe(v, depth + 1) for k, v in sorted(obj.keywords.items())
                              if k not in _PROCESS_LOCAL}}
+    if isinstance(obj, np.generic) and not isinstance(obj, np.void):  # np.int64(5): by value
+        return {str(obj.dtype): obj.item() if np.isfinite(obj) else str(obj)}
     if isinstance(obj, (jax.Array, np.ndarray)):
         return {"array": [list(np.shape(obj)), str(obj.dtype), _digest(obj)]}
     if isinstance(obj, tuple | list):
