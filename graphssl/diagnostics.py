@@ -42,7 +42,12 @@ from graphssl.inference.mcmc.statistics import (
 )
 from graphssl.inference.mcmc.statistics import class_sizes as _class_sizes
 from graphssl.inference.mcmc.statistics import coassignment as _coassignment
-from graphssl.validation import check_pairs, is_whole
+from graphssl.validation import (
+    check_label_codes,
+    check_pairs,
+    check_state_codes,
+    is_whole,
+)
 
 __all__ = [
     "ConvergenceWarning",
@@ -270,8 +275,13 @@ def _statistics_of(data, model, observed_labels, pairs, n_pairs, extra, max_draw
         out = {name: np.asarray(posterior[name]) for name in posterior.data_vars}
         if "coassignment" in out and "pair" in posterior["coassignment"].coords:
             names["coassignment"] = [str(p) for p in posterior["coassignment"].coords["pair"]]
+    shape = np.shape(next(iter(out.values())))[:2] if out else None
     for name, value in (extra or {}).items():
-        out[name] = np.asarray(value)
+        value = np.asarray(value)
+        if value.shape[:2] != shape:
+            raise ValueError(f"extra[{name!r}]: expected [chains, draws, ...] = {list(shape)} "
+                             f"leading, like the samples, got shape {list(value.shape)}")
+        out[name] = value
     out = {name: thin_draws(value, max_draws) for name, value in out.items()
            if np.issubdtype(value.dtype, np.number) or value.dtype == bool}
     return out, names
@@ -323,8 +333,12 @@ def _label_stability_of(data, model, observed_labels, label_marginals, max_draws
     """:func:`label_stability` over the unlabelled nodes, from ``label_marginals`` or a
     Samples record's per-chain label frequencies; None when neither is there, or when no
     training label anchors the classes (each chain's marginals are then in its own naming)."""
+    held = np.shape(data.labels)[-1] if hasattr(data, "labels") else None
     n = None if label_marginals is None else np.shape(label_marginals)[1]
-    n = n if n is not None else (np.shape(data.labels)[-1] if hasattr(data, "labels") else None)
+    if n is not None and held is not None and n != held:
+        raise ValueError(f"label_marginals: expected float[chains, {held}, C], one row per "
+                         f"node of the samples, got shape {np.shape(label_marginals)}")
+    n = n if n is not None else held
     y = None if n is None else _training_labels(n, model, observed_labels)
     if y is None or not np.any(y >= 0):
         return None
@@ -348,10 +362,15 @@ def map_vs_posterior_mean(samples, *, model=None, true_labels=None, map_labels=N
     on unclamped nodes with a true label >= 0 (if ``true_labels``), and the mean marginal
     confidence of each choice.
     """
-    marginals = _marginals(np.asarray(samples.labels), int(samples.n_classes))
+    q = int(samples.n_classes)
+    marginals = _marginals(np.asarray(samples.labels), q)
     mean_labels = marginals.argmax(axis=1)
-    map_labels = np.asarray(samples.map_labels if map_labels is None else map_labels)
     n = mean_labels.size
+    map_labels = np.asarray(samples.map_labels if map_labels is None else map_labels)
+    check_state_codes(map_labels, n, q, "map_labels", "class")
+    if true_labels is not None:
+        check_label_codes(true_labels, n, name="true_labels", against="the samples have {n} "
+                          "nodes")
     report = {
         "agreement": float(np.mean(map_labels == mean_labels)),
         "posterior_mean_confidence": float(marginals[np.arange(n), mean_labels].mean()),
@@ -409,11 +428,14 @@ def convergence_summary(samples, *, pairs=None, n_pairs: int = 20, max_nodes: in
     n_chains, n_draws, n = labels.shape
     if n_chains < 2 or n_draws < 4:
         raise ValueError("convergence diagnostics need n_chains >= 2 and >= 4 draws per chain")
-    if pairs is None:
-        pairs = default_pairs(n, None, n_pairs=n_pairs, seed=seed)
+    pairs = (default_pairs(n, None, n_pairs=n_pairs, seed=seed) if pairs is None
+             else check_pairs(pairs, n))
     stats = invariant_statistics(labels, samples.energy, int(samples.n_classes), pairs)
     out = {}
     for name in ("energy", "coassignment", "class_sizes"):
+        if stats[name].size == 0:  # no pairs asked for
+            out[name] = {"rhat": np.zeros(0), "ess": np.zeros(0)}
+            continue
         rhat, ess = rhat_ess(stats[name].reshape(n_chains, n_draws, -1))
         keep = np.isfinite(rhat)
         out[name] = {"rhat": rhat[keep], "ess": ess[keep]}

@@ -423,3 +423,30 @@ def test_to_arviz_names_its_misused_arguments(run):
                                                tau=1.0)
     with pytest.raises(ValueError, match="model: the energy of a labelling alone"):
         map_vs_posterior_mean(samples, model=mixture)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda s, m: check_convergence(s, rhat_max=float("nan"), warn=False), "rhat_max: a finite"),
+    (lambda s, m: check_convergence(s, ess_min=-5, warn=False), "ess_min: a finite"),
+    (lambda s, m: check_convergence(s, extra={"x": np.zeros(5)}, warn=False),
+     r"extra\['x'\]: expected \[chains, draws"),
+    (lambda s, m: check_convergence(s, model=m, observed_labels=TRAINING,
+                                    label_marginals=np.ones((4, 7, 3)) / 3, warn=False),
+     r"label_marginals: expected float\[chains, 8, C\]"),
+    (lambda s, m: map_vs_posterior_mean(s, map_labels=np.full(8, -1)), "map_labels: every node"),
+    (lambda s, m: map_vs_posterior_mean(s, map_labels=np.full(8, 5)), "map_labels: every node"),
+    (lambda s, m: map_vs_posterior_mean(s, map_labels=np.zeros(5, int)), "map_labels: has 5"),
+    (lambda s, m: map_vs_posterior_mean(s, true_labels=np.zeros(5, int)), "true_labels: has 5"),
+])
+def test_diagnostics_name_their_arguments(run, call, message):
+    """``rhat_max=nan`` reported convergence, ``map_labels`` of -1 scored the last class's
+    column; the rest failed with raw IndexErrors and reshape errors."""
+    model, samples = run
+    with pytest.raises(ValueError, match=message):
+        call(samples, model)
+
+
+def test_convergence_summary_without_pairs(run):
+    _, samples = run
+    summary = convergence_summary(samples, n_pairs=0)
+    assert summary["coassignment"]["rhat"].size == 0 and np.isfinite(summary["energy"]["rhat"])

@@ -21,6 +21,7 @@ a :class:`ConvergenceWarning`; drivers that run until convergence use the same r
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import NamedTuple
 
@@ -315,6 +316,12 @@ def _rhat_text(trace, rhat: float) -> str:
     return f"R-hat {rhat:.3g}"
 
 
+def _finite_at_least(value, least: float) -> bool:
+    """A real number (not a bool), finite and ``>= least``."""
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+            and bool(np.isfinite(value)) and value >= least)
+
+
 def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: float = 100.0,
                        max_draws: int | None = 2000,
                        column_names: dict | None = None) -> ConvergenceReport:
@@ -327,10 +334,18 @@ def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: flo
     (:func:`thin_draws`). ``column_names = {name: [str] * k}`` names the columns in
     ``failing`` (default their index, e.g. ``class_sizes[1]``).
     """
+    if not _finite_at_least(rhat_max, 1.0):
+        raise ValueError(f"rhat_max: a finite bound >= 1 (R-hat is at least about 1), got "
+                         f"{rhat_max!r}")
+    if not _finite_at_least(ess_min, 0.0):
+        raise ValueError(f"ess_min: a finite number of effective draws >= 0, got {ess_min!r}")
     column_names = column_names or {}
     rhat, ess, failing = {}, {}, []
     n_chains = n_draws = 0
     for name, value in statistics.items():
+        if np.ndim(value) < 2 or np.shape(value)[1] == 0:
+            raise ValueError(f"{name}: expected [chains, draws, ...] with at least one draw, "
+                             f"got shape {np.shape(value)}")
         x = thin_draws(value, max_draws)
         n_chains, n_draws = x.shape[0], x.shape[1]
         x = x.reshape(x.shape[0], x.shape[1], -1)
