@@ -246,3 +246,20 @@ def test_a_fixed_width_far_below_the_distances_is_reported():
         warnings.simplefilter("error", GraphWeightsUnderflowWarning)
         dense_graph(X)
         knn_graph(X, 5, sigma=1.0)
+
+
+def test_a_given_neighbour_table_must_match_k_and_be_sorted():
+    """A 3-NN table with k=5 built a 3-NN graph; a table with its columns reversed changed
+    weights by up to 0.29 (the width rules read the last column as the k-th); a per-node
+    sigma array failed with NumPy's "truth value of an array" error."""
+    from graphssl.graph import knn_graph, knn_search
+
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    indices, distances = knn_search(X, 3)
+    with pytest.raises(ValueError, match="neighbors: a table of 3 neighbours a point for k=5"):
+        knn_graph(X, 5, neighbors=(indices, distances))
+    with pytest.raises(ValueError, match="neighbors: each row nearest first"):
+        knn_graph(X, 3, neighbors=(indices[:, ::-1], distances[:, ::-1]))
+    with pytest.raises(ValueError, match="sigma: one positive number or a rule"):
+        knn_graph(X, 3, sigma=np.full(30, 0.5))
+    assert knn_graph(X, 3, neighbors=(indices, distances)).n_nodes == 30

@@ -87,6 +87,12 @@ def knn_graph(
         if not np.all(np.isfinite(distances)) or np.any(distances < 0):
             raise ValueError("neighbors: distances must be finite and >= 0; pass "
                              "knn_search(X, k)")
+        if indices.shape[1] != k:
+            raise ValueError(f"neighbors: a table of {indices.shape[1]} neighbours a point for "
+                             f"k={k}; pass knn_search(X, {k}) or k={indices.shape[1]}")
+        if np.any(np.diff(distances, axis=1) < 0):
+            raise ValueError("neighbors: each row nearest first (the width rules read the last "
+                             "column as the k-th neighbour); pass knn_search(X, k) as returned")
     _check_duplicates(distances, on_duplicates)
     n = indices.shape[0]
     rows = np.repeat(np.arange(n), indices.shape[1])

@@ -141,6 +141,9 @@ def _edge_weights(X, rows, cols, distances, weight, sigma, t, knn_distances=None
             f"weight: unknown scheme {weight!r}; use 'gaussian', 'binary', 'distance' or 'cosine'"
         )
     sq = distances**2
+    if not (sigma is None or isinstance(sigma, str | numbers.Real)) or isinstance(sigma, bool):
+        raise ValueError(f"sigma: one positive number or a rule ('kth_over_3', 'local', "
+                         f"'walder'), got {type(sigma).__name__} {np.shape(sigma)}")
     if sigma is None or sigma in ("kth_over_3", "local"):
         if knn_distances is None:
             raise ValueError(f"sigma: {sigma!r} needs a kNN graph; give sigma as a number")
