@@ -189,19 +189,14 @@ def _run_folder(args, names: list[str]) -> pathlib.Path:
 
 
 def _data_fingerprint(problem) -> str:
-    """SHA-256 of what was read (features, labels, class names, the given graph's edges): a
-    stored result is reused only for the same content, so a file edited between two runs
-    of one command (a relabelled row) is refitted, not answered from the old results."""
-    digest = hashlib.sha256()
-    arrays = [problem.X, problem.y, np.asarray(problem.classes, dtype=str)]
-    if problem.graph is not None:
-        arrays += [problem.graph.senders, problem.graph.receivers, problem.graph.weights]
-    for array in arrays:
-        if array is not None:
-            array = np.ascontiguousarray(np.asarray(array))
-            digest.update(f"{array.dtype.str}{array.shape}".encode())
-            digest.update(array.tobytes())
-    return digest.hexdigest()[:16]
+    """:func:`graphssl.records.fingerprint` of what was read (features, labels, class names,
+    the given graph): a stored result is reused only for the same content, so a file edited
+    between two runs of one command (a relabelled row) is refitted, not answered from the
+    old results."""
+    from graphssl.records import fingerprint
+
+    return fingerprint(problem.X, problem.y, np.asarray(problem.classes, dtype=str),
+                       problem.graph)
 
 
 def _sigma(text: str):
@@ -330,7 +325,7 @@ def _run(args) -> int:
 
 def _write_report(out, args, problem, graph, graph_seconds, config, has_truth, budget,
                   summary, results) -> None:
-    from graphssl.suite import atomic_write, strict_json
+    from graphssl.records import atomic_write, strict_json
 
     report = {
         "dataset": problem.name,

@@ -26,6 +26,7 @@ import dataclasses
 import io
 import os
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -37,6 +38,11 @@ from graphssl import metrics
 from graphssl._memory_maps import release_executables_near_limit
 
 __all__ = ["ConvergenceBudget", "invariant_diagnostics", "run_model", "run_job", "portable"]
+
+# One fit at a time per process: ``warnings.catch_warnings`` swaps the process-wide warning
+# filters and ``showwarning`` (Python 3.12 has no thread-local variant), so two fits on the
+# threads of one Dask worker would record each other's warnings (see :func:`run_model`).
+_FIT_LOCK = threading.RLock()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,6 +216,16 @@ def run_model(name: str, factory: Callable, graph, y, labelled_idx, *, X=None,
     fits run until converged or out of ``budget`` (module docstring); every warning raised
     during the fit is kept in ``record["warnings"]`` (first line, at most 5).
 
+    Threads: the warnings are captured with ``warnings.catch_warnings``, which swaps
+    process-wide state, so the fit and its extensions run under a process-wide lock: on a
+    worker with several threads (``dask worker``'s default, a threaded ``Client``) the fits
+    of one process run one at a time and each record holds its own warnings only (a warning
+    that another, non-fitting thread of the process issues meanwhile is still recorded). The
+    suite's own ``LocalCluster`` uses one thread per process, so it loses no parallelism; a
+    thread-aware capture was not chosen because third-party code inside a fit (scikit-learn,
+    ArviZ) opens its own ``catch_warnings``, which would still mix the threads' warnings.
+    The time in ``record["seconds"]`` excludes any wait for the lock.
+
     Args:
       name, factory: the model's name and a callable returning an unfitted estimator.
       graph: the shared graph; y: ``int[n]`` labels (``-1`` where unknown: accuracy is
@@ -239,12 +255,13 @@ def run_model(name: str, factory: Callable, graph, y, labelled_idx, *, X=None,
         else:
             est.fit_graph(graph, y_masked)
 
-    start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fit(estimator)
-        convergence = _sample_until_converged(estimator, fit, budget, y_masked >= 0)
-    seconds = time.perf_counter() - start
+    with _FIT_LOCK:  # the warnings captured are this fit's alone (docstring)
+        start = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fit(estimator)
+            convergence = _sample_until_converged(estimator, fit, budget, y_masked >= 0)
+        seconds = time.perf_counter() - start
     record = {"model": name, "seconds": seconds, "n_labelled": int(len(labelled_idx))}
     record |= _scores(estimator, y, labelled_idx, classes)
     if convergence is not None:

@@ -11,8 +11,13 @@ Files: this process alone writes ``<out>/runs/<model>__split<i>.json`` (the reco
 (PNG), each through a temporary file renamed over the target (atomic: a crash leaves the
 old file or the new one, never half of one). The run's JSON is written last and is the
 mark that the cell is done: an interrupted grid restarted with the same settings refits
-only the missing cells. A stored record that cannot be read (damaged, or from other
-settings) is reported on stderr with the reason and refitted. A worker that dies mid-fit
+only the missing cells. "The same settings" is the record's ``config_key``, a
+:func:`fingerprint` of everything that decides the cell's result: the caller's ``config``,
+the graph, ``y``, ``X``, ``classes``, the convergence budget, the JAX precision and the
+split's labelled indices (the estimator is known by its name only). A stored record that
+cannot be read (damaged, or from other settings) is reported on stderr with the reason and
+refitted. A model's name is part of its file names, so it is checked up front
+(:func:`check_model_names`). A worker that dies mid-fit
 loses only that fit, which Dask runs again elsewhere; nothing is written twice, since the
 writes happen here and only for results that came back.
 
@@ -26,7 +31,6 @@ or ``to_arviz()`` (ArviZ DataTree).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import logging
@@ -38,63 +42,17 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from graphssl.records import (
+    atomic_write,
+    check_model_names,
+    fingerprint,
+    read_run,
+    strict_json,
+)
 from graphssl.runs import ConvergenceBudget, portable, run_job, run_model
 
 __all__ = ["run_model", "compare_models", "summarise", "format_table", "atomic_write",
-           "read_run", "ConvergenceBudget"]
-
-
-def atomic_write(path, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder renamed over
-    it (``os.replace``): readers see the old file or the new one, never a partial one."""
-    path = pathlib.Path(path)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    payload = data.encode() if isinstance(data, str) else data
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
-def strict_json(value):
-    """``value`` with NumPy and JAX scalars and arrays as Python numbers and lists, and NaN /
-    inf as ``null``: JSON that strict parsers (a browser's ``JSON.parse``) read; Python's
-    ``NaN`` token is not JSON. Every JSON file the package writes goes through it."""
-    if isinstance(value, dict):
-        return {str(k): strict_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [strict_json(v) for v in value]
-    if not isinstance(value, str | bytes) and hasattr(value, "__array__"):
-        value = np.asarray(value)
-        return strict_json(value.tolist()) if value.ndim else strict_json(value.item())
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
-
-
-def read_run(path, key: str) -> tuple[dict | None, str | None]:
-    """A stored run record, or ``(None, why it cannot be used)``.
-
-    ``why`` is ``None`` when the file does not exist; otherwise it says what is wrong
-    (not JSON, not a record, other settings) so that the caller can report it and refit.
-    """
-    path = pathlib.Path(path)
-    if not path.exists():
-        return None, None
-    try:
-        stored = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        return None, f"damaged ({type(err).__name__}: {err})"
-    if not isinstance(stored, dict) or "model" not in stored:
-        return None, "damaged (not a run record)"
-    if stored.get("config_key") != key:
-        return None, "from other settings (config changed)"
-    return stored, None
+           "read_run", "fingerprint", "check_model_names", "ConvergenceBudget"]
 
 
 def _tqdm():
@@ -107,8 +65,30 @@ def _tqdm():
     return tqdm
 
 
-def _config_key(config: dict) -> str:
-    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def _run_key(config, graph, y, X, classes, budget: ConvergenceBudget, x64: bool) -> str:
+    """The part of every cell's key shared by all cells (:func:`compare_models`)."""
+    return fingerprint(config or {}, graph, y, X, classes, budget, x64)
+
+
+def _cell_key(run_key: str, labelled) -> str:
+    """A cell's ``config_key``: the run's key and the split's labelled indices."""
+    return fingerprint(run_key, np.asarray(labelled))
+
+
+def _check_picklable(cells) -> None:
+    """Refuse, before anything runs on Dask, a factory that cannot travel to the workers."""
+    import cloudpickle
+
+    factories = {name: factory for (name, _), (factory, _) in cells}
+    for name, factory in factories.items():
+        try:
+            cloudpickle.dumps(factory)
+        except Exception as err:  # noqa: BLE001 - TypeError, PicklingError, ...: all say it
+            raise ValueError(
+                f"models[{name!r}]: its factory {factory!r} cannot be pickled to send to the "
+                f"Dask workers ({type(err).__name__}: {err}); give a picklable factory: a "
+                "module-level function or class (or functools.partial of one), not a lambda "
+                "or local function holding a lock, open file, client or the like") from None
 
 
 def _x64() -> bool:
@@ -228,13 +208,16 @@ def compare_models(
 
     Args:
       models: name -> factory returning an unfitted estimator (see the module docstring).
-        On Dask the factories travel to the workers by pickle (cloudpickle).
+        The names become file names (:func:`check_model_names`; checked before any fit).
+        On Dask the factories travel to the workers by pickle (cloudpickle); one that
+        cannot be pickled is refused up front with a ``ValueError`` naming the model.
       graph: the shared graph; y: true labels (``-1`` where unknown: accuracy is then not
         reported and predictions are recorded in ``classes``' names).
       splits: labelled index arrays, one per split.
       out_dir: folder for ``runs/``, ``arviz/`` and ``plots/``.
       config: settings that identify the run (data set, graph, seed); a stored result is
-        reused only when its config matches, so a changed setting never mixes results.
+        reused only when its config matches -- and the data, the split, ``classes``, the
+        budget and the precision (module docstring) -- so a change never mixes results.
       X: features (for models with ``fits_features`` and for 2-D confidence plots).
       progress: the grid's bar; False also silences the estimators' own ``"auto"`` bars
         (:func:`~graphssl.runs.run_model`).
@@ -248,16 +231,21 @@ def compare_models(
 
     Returns ``{model: [record per split]}`` in split order.
     """
+    check_model_names(models)
     tqdm = _tqdm()
     out = pathlib.Path(out_dir)
     for sub in ("runs", "arviz", "plots"):
         (out / sub).mkdir(parents=True, exist_ok=True)
-    key = _config_key(config or {})
+    budget = ConvergenceBudget() if budget is None else budget
+    x64 = _x64()
+    run_key = _run_key(config, graph, np.asarray(y), None if X is None else np.asarray(X),
+                       classes, budget, x64)
+    keys = [_cell_key(run_key, labelled) for labelled in splits]
     done: dict[tuple[str, int], dict] = {}
     todo = []
     for name in models:
         for i in range(len(splits)):
-            stored, problem = read_run(out / "runs" / f"{name}__split{i}.json", key) \
+            stored, problem = read_run(out / "runs" / f"{name}__split{i}.json", keys[i]) \
                 if resume else (None, None)
             if stored is not None:
                 done[(name, i)] = stored | {"resumed": True}
@@ -266,13 +254,14 @@ def compare_models(
                 print(f"graphssl: {out / 'runs' / f'{name}__split{i}.json'} is {problem}; "
                       "refitting it", file=sys.stderr)
             todo.append(((name, i), (models[name], np.asarray(splits[i]))))
-    x64 = _x64()
 
     def common(cell):
         return {"budget": budget, "classes": classes, "plots": cell[1] == 0, "x64": x64,
                 "progress": bool(progress)}
 
     closer = None
+    if todo and (client is not None or scheduler is not None or int(workers) > 1):
+        _check_picklable(todo)
     if todo and client is None and (scheduler is not None or int(workers) > 1):
         client, closer = _client(workers, scheduler)
     bar = tqdm(total=len(todo), disable=not progress or not todo, desc="models x splits",
@@ -282,7 +271,7 @@ def compare_models(
         stream = _on_dask(todo, shared, common, client) if client is not None \
             else _serial(todo, shared, common)
         for (name, i), record, files in stream:
-            done[(name, i)] = _store(out, name, i, key, record, files)
+            done[(name, i)] = _store(out, name, i, keys[i], record, files)
             bar.update(1)
             bar.set_postfix_str(f"{name} split {i}")
     finally:
