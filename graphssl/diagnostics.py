@@ -479,6 +479,8 @@ def plot_rank(samples, quantity=None, ax=None, bins: int = 20, name: str = "ener
     if x.ndim != 2 or x.size == 0:
         raise ValueError(f"quantity: expected float[chains, draws] with at least one draw, "
                          f"got shape {x.shape}")
+    if bins > x.shape[1]:  # 10^6 bins over 200 draws took minutes and gigabytes
+        raise ValueError(f"bins: at most the draws per chain ({x.shape[1]}), got {bins}")
     ax = ax if ax is not None else plt.subplots(figsize=(6, 3))[1]
     ranks = rankdata(x.reshape(-1)).reshape(x.shape)
     edges = np.linspace(0, x.size, bins + 1)

@@ -242,6 +242,8 @@ def test_rank_plot_names_its_bins(bins):
         plot_rank(None, quantity=energy, bins=bins)
     with pytest.raises(ValueError, match=r"quantity: expected float\[chains, draws\]"):
         plot_rank(None, quantity=energy[0])
+    with pytest.raises(ValueError, match=r"bins: at most the draws per chain \(20\)"):
+        plot_rank(None, quantity=energy, bins=10**6)
 
 
 def test_a_refit_by_another_route_leaves_nothing_of_the_earlier_fit():

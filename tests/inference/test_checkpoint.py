@@ -285,3 +285,22 @@ def test_fingerprint_reads_numpy_scalars_by_value():
     assert describe(np.int64(1)) != describe(np.int64(5))
     assert describe(np.float32(0.5)) == describe(np.float32(0.5))
     assert describe(np.float64(np.nan)) == describe(np.float64(np.nan))
+
+
+def test_unwritable_folder_is_named_before_sampling(setup, tmp_path, monkeypatch):
+    """A read-only folder failed with a PermissionError on a temporary file's name, after
+    the first chunk had been sampled."""
+    kernel, model, _ = setup
+    real = ckpt.Path.write_bytes
+
+    def refuse(self, data):
+        if self.name.startswith(".write-test"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, data)
+
+    monkeypatch.setattr(ckpt.Path, "write_bytes", refuse)
+    sampled = []
+    monkeypatch.setattr(chains, "_run_fn", lambda *a, **k: sampled.append(1))
+    with pytest.raises(ValueError, match="checkpoint: the folder .* cannot be written"):
+        sample_chains(kernel, model, jax.random.key(7), checkpoint=tmp_path / "ro", **RUN)
+    assert not sampled

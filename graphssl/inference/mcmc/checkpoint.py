@@ -343,8 +343,14 @@ def open_run(folder, fingerprint: dict, initial, key, n_samples: int):
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"checkpoint: {folder} is a file; give a folder path")
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"checkpoint: cannot create the folder {folder} ({err}); give a "
+                         "writable path") from None
     loaded = load(folder, fingerprint)
+    if loaded is None or int(loaded.meta["n_draws"]) < n_samples:
+        _check_writable(folder)  # before the first chunk is computed, not after it
     if loaded is None:
         return None
     done = int(loaded.meta["n_draws"])
@@ -359,6 +365,18 @@ def open_run(folder, fingerprint: dict, initial, key, n_samples: int):
                 {name: jnp.asarray(v) for name, v in stats.items()})
                for labels, energy, stats in loaded.chunks]
     return chain_keys, carry, int(loaded.meta["n_steps"]), done, outputs
+
+
+def _check_writable(folder: Path) -> None:
+    """A ``ValueError`` naming ``checkpoint`` when ``folder`` takes no new file (read-only,
+    no permission): found after the first chunk's sampling, it cost that chunk."""
+    probe = folder / f".write-test.{os.getpid()}.tmp"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise ValueError(f"checkpoint: the folder {folder} cannot be written ({err}); give a "
+                         "writable path") from None
 
 
 def save(folder, fingerprint: dict, outputs: list, out, *, n_steps: int, chain_keys,
