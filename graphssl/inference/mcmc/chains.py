@@ -309,45 +309,79 @@ def _check_init_labels(init_labels, model) -> None:
 
 def _check_resume(kernel, model, resume, energy_fn, batched_model) -> None:
     """``resume`` must be a run of this kernel on this model: its classes, its chains' state
-    (the kernel's state layout, leaf by leaf) and the energy of its last draws under this
-    model (a model of the same size but another beta or field joined the draws of two laws,
-    and a Swendsen-Wang kernel after a Gibbs run failed late with a ``KeyError``)."""
+    (the kernel's state layout, leaf by leaf), the kernel's move statistics and the energy
+    of its last draws under this model (a model of the same size but another beta or field
+    joined the draws of two laws, and a Swendsen-Wang kernel after a Gibbs run failed late
+    with a ``KeyError``). The layout is traced once per kernel and model shape and the
+    energy compiled once (the diffusion mixture resumes its chains ~170 times a fit)."""
     fix = "resume with the kernel, model and batched_model the run was made with"
     if int(resume.n_classes) != int(model.n_classes):
         raise ValueError(f"resume: the run has {int(resume.n_classes)} classes, the model "
                          f"{int(model.n_classes)}; {fix}")
     n_chains = int(np.shape(resume.chain_keys)[0])
     try:
-        fresh = jax.eval_shape(functools.partial(
-            _initial_carry, kernel, model, jax.random.key(0), n_chains, None, energy_fn,
-            batched_model))[1]
+        layout, statistics = _chain_layout(kernel, model, n_chains, energy_fn, batched_model)
     except (TypeError, ValueError) as err:  # e.g. batched_model=True on one model
         raise ValueError(f"resume: this kernel cannot start chains on this model "
                          f"(batched_model={batched_model}: {str(err).splitlines()[0]}); "
                          f"{fix}") from None
     held = (resume.final_state, resume.chain_map_energy, resume.chain_map_labels)
-    fresh_leaves, fresh_tree = jax.tree_util.tree_flatten(fresh)
-    held_leaves, held_tree = jax.tree_util.tree_flatten(held)
-    if fresh_tree != held_tree or any(
-            np.shape(a) != np.shape(b) for a, b in zip(fresh_leaves, held_leaves, strict=True)):
+    if _shape_signature(held) != layout:
         raise ValueError(f"resume: the run's chain state does not fit this kernel and model "
                          f"({type(resume.final_state).__name__} held); {fix}")
-    axes = (0 if batched_model else None, None, 0)
-    info = jax.eval_shape(jax.vmap(kernel.step, in_axes=axes), model, jax.random.key(0),
-                          resume.final_state)[1]
-    if np.shape(resume.labels)[1] and set(info_dict(info)) != set(resume.stats):
+    if np.shape(resume.labels)[1] and statistics != frozenset(resume.stats):
         raise ValueError(f"resume: the run's move statistics {sorted(resume.stats)} are not "
-                         f"this kernel's {sorted(info_dict(info))}: another kernel made it; "
-                         f"{fix}")
+                         f"this kernel's {sorted(statistics)}: another kernel made it; {fix}")
     if np.shape(resume.energy)[1] == 0:
         return
-    axes = (0 if batched_model else None, 0)
-    energy = np.asarray(jax.vmap(energy_fn, in_axes=axes)(model, resume.final_state))
+    energy = np.asarray(_chain_energies(energy_fn, batched_model)(model, resume.final_state))
     recorded = np.asarray(resume.energy)[:, -1]
     if not np.allclose(energy, recorded, rtol=1e-4, atol=1e-4, equal_nan=True):
         raise ValueError(f"resume: the run's last draws have energies {recorded[:3]} as "
                          f"recorded but {energy[:3]} under this model: it sampled another "
                          f"model (other beta, field or couplings); {fix}")
+
+
+def _shape_signature(tree) -> tuple:
+    """``(tree structure, leaf shapes)``: what a chain state's layout is compared by."""
+    leaves, structure = jax.tree_util.tree_flatten(tree)
+    return structure, tuple(np.shape(leaf) for leaf in leaves)
+
+
+_LAYOUTS: dict = {}  # (kernel and energy described, model signature, n_chains, batched)
+
+
+def _chain_layout(kernel, model, n_chains, energy_fn, batched_model):
+    """``(layout of a fresh carry, names of the kernel's move statistics)``, traced (not
+    compiled) once per kernel code, energy function and model shape (callers build a new
+    kernel object per call: the key is their description, arrays by shape,
+    :func:`graphssl.inference.mcmc.checkpoint._describe`)."""
+    import json
+
+    described = json.dumps(ckpt._describe((tuple(kernel), energy_fn), values=False),
+                           sort_keys=True, default=str)
+    key = (described, _shape_signature(model), n_chains, batched_model)
+    cached = _LAYOUTS.get(key)
+    if cached is not None:
+        return cached
+    fresh = jax.eval_shape(functools.partial(
+        _initial_carry, kernel, model, jax.random.key(0), n_chains, None, energy_fn,
+        batched_model))[1]
+    axes = (0 if batched_model else None, None, 0)
+    info = jax.eval_shape(jax.vmap(kernel.step, in_axes=axes), model, jax.random.key(0),
+                          fresh[0])[1]
+    result = (_shape_signature(fresh), frozenset(info_dict(info)))
+    if len(_LAYOUTS) > 64:
+        _LAYOUTS.clear()
+    _LAYOUTS[key] = result
+    return result
+
+
+@functools.lru_cache(maxsize=32)
+def _chain_energies(energy_fn, batched_model: bool):
+    """``(model, states) -> energy per chain``, compiled (an eager ``vmap`` dispatched every
+    operation of a long energy function on its own)."""
+    return jax.jit(jax.vmap(energy_fn, in_axes=(0 if batched_model else None, 0)))
 
 
 def _initial_carry(kernel, model, key, n_chains, init_labels, energy_fn=label_energy,

@@ -100,28 +100,33 @@ def _digest(x) -> str:
 _PROCESS_LOCAL = frozenset({"token"})
 
 
-def _describe(obj, depth: int = 0):
+def _describe(obj, depth: int = 0, values: bool = True):
     """A JSON-able description of a kernel / energy function: qualified names of functions,
-    bound arguments, digests of arrays."""
+    bound arguments, digests of arrays (``values=False``: arrays and NumPy scalars by dtype
+    and shape only, which is what a chain state's layout depends on)."""
     if depth > 12:
         return "..."
     if isinstance(obj, functools.partial):  # jax.tree_util.Partial is one
-        return {"partial": _describe(obj.func, depth + 1),
-                "args": [_describe(a, depth + 1) for a in obj.args],
-                "keywords": {k: _describe(v, depth + 1) for k, v in sorted(obj.keywords.items())
+        return {"partial": _describe(obj.func, depth + 1, values),
+                "args": [_describe(a, depth + 1, values) for a in obj.args],
+                "keywords": {k: _describe(v, depth + 1, values)
+                             for k, v in sorted(obj.keywords.items())
                              if k not in _PROCESS_LOCAL}}
     if isinstance(obj, np.generic) and not isinstance(obj, np.void):  # np.int64(5): by value
+        if not values:
+            return str(obj.dtype)
         return {str(obj.dtype): obj.item() if np.isfinite(obj) else str(obj)}
     if isinstance(obj, (jax.Array, np.ndarray)):
-        return {"array": [list(np.shape(obj)), str(obj.dtype), _digest(obj)]}
+        return {"array": [list(np.shape(obj)), str(obj.dtype)] + ([_digest(obj)] if values
+                                                                     else [])}
     if isinstance(obj, tuple | list):
         kind = type(obj).__qualname__
-        return {kind: [_describe(x, depth + 1) for x in obj]}
+        return {kind: [_describe(x, depth + 1, values) for x in obj]}
     if isinstance(obj, dict):
-        return {str(k): _describe(v, depth + 1) for k, v in sorted(obj.items(), key=str)}
+        return {str(k): _describe(v, depth + 1, values) for k, v in sorted(obj.items(), key=str)}
     wrapped = getattr(obj, "fun", None)  # jax.tree_util.Partial's shim around a partial
     if callable(wrapped) and not isinstance(obj, functools.partial):
-        return _describe(wrapped, depth + 1)
+        return _describe(wrapped, depth + 1, values)
     if callable(obj):
         name = getattr(obj, "__qualname__", type(obj).__qualname__)
         name = f"{getattr(obj, '__module__', '?')}.{name}"
@@ -131,7 +136,7 @@ def _describe(obj, depth: int = 0):
         captured = []
         for cell in cells:
             try:
-                captured.append(_describe(cell.cell_contents, depth + 1))
+                captured.append(_describe(cell.cell_contents, depth + 1, values))
             except ValueError:  # an empty cell
                 captured.append(None)
         return {"function": name, "captured": captured}
