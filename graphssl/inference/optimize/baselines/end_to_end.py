@@ -29,6 +29,11 @@ same machine's 16 cores: ``benchmarks/bench_end_to_end.py``):
 
 The graph matches ``knn_graph(X, k, sigma="kth_over_3", symmetrize="max")`` up to float32
 rounding of the distances (ties between equidistant neighbours may be broken differently).
+That rounding is relative to the centred points' norms: where they dwarf the neighbours'
+spacing (an unscaled 0 / 1e4-coded column beside unit-scale features) float32 swaps
+neighbours, which this one-program route does not detect; the host route
+(:func:`graphssl.graph.knn_graph`, whose searches certify every row and search again in
+float64 where needed) does. Standardise such features first.
 Memory on the device: X, one block of scores and O(n k C) for the graph and the solve.
 """
 
