@@ -80,21 +80,36 @@ import platform
 __all__ = ["CACHE_ENV", "compilation_cache_dir", "configure_compilation_cache"]
 
 CACHE_ENV = "GRAPHSSL_JAX_CACHE"
-_OFF = {"0", "off", "false", "no"}
-_ON = {"", "1", "on", "true", "yes"}
+_OFF = {"0", "off", "false", "no", "none", "disable", "disabled"}
+_ON = {"", "1", "on", "true", "yes", "enable", "enabled"}
 _MIN_COMPILE_SECONDS = 0.1
 
 
 def compilation_cache_dir(setting: str | None = None) -> pathlib.Path | None:
     """The cache folder that ``setting`` (default: ``$GRAPHSSL_JAX_CACHE``, unset = on) asks
-    for, or ``None`` when it turns the cache off."""
+    for, or ``None`` when it turns the cache off. ``setting``: a folder (a relative one is
+    taken from the working directory and made absolute), a switch (``"1"``, ``"on"``,
+    ``"true"``, ... the default folder; ``"0"``, ``"off"``, ``"none"``, ... off), or a bool
+    / ``0`` / ``1``. A folder that cannot be named (``~nosuchuser/...``) leaves the cache
+    off with a warning: a fit never depends on the cache."""
     if setting is None:
         setting = os.environ.get(CACHE_ENV, "")
-    setting = setting.strip()
+    if isinstance(setting, bool) or setting in (0, 1):
+        setting = "1" if setting else "0"
+    if not isinstance(setting, str | os.PathLike):
+        raise ValueError(f"setting: a folder, 'on' / 'off' or a bool, got {setting!r}")
+    setting = os.fspath(setting).strip()
     if setting.lower() in _OFF:
         return None
     if setting.lower() not in _ON:
-        return pathlib.Path(setting).expanduser()
+        try:
+            return pathlib.Path(setting).expanduser().absolute()
+        except RuntimeError as err:  # "~nosuchuser": no home directory to expand
+            from graphssl._warnings import warn_user
+
+            warn_user(f"{CACHE_ENV} / setting {setting!r}: {err}; the compilation cache is "
+                      "off (give an existing folder)")
+            return None
     import platformdirs
 
     return pathlib.Path(platformdirs.user_cache_dir("graphssl")) / "jax" / _host_tag()
@@ -138,6 +153,10 @@ def configure_compilation_cache(
     """
     import jax
 
+    if not (isinstance(min_compile_seconds, int | float) and not isinstance(
+            min_compile_seconds, bool) and 0 <= min_compile_seconds < float("inf")):
+        raise ValueError(f"min_compile_seconds: a finite number >= 0, got "
+                         f"{min_compile_seconds!r}")
     if setting is None and (
         jax.config.jax_compilation_cache_dir or os.environ.get("JAX_COMPILATION_CACHE_DIR")
     ):

@@ -77,3 +77,23 @@ def test_unreadable_entry_is_recompiled(tmp_path, restore_jax_cache):
         again = jax.jit(program)(x)
     np.testing.assert_allclose(again, expected, rtol=1e-12)
     assert any("persistent compilation cache" in str(w.message) for w in caught)
+
+
+def test_cache_settings_that_are_not_folders(monkeypatch, tmp_path):
+    """``~nosuchuser/...`` made ``import graphssl`` fail (RuntimeError from expanduser);
+    ``0`` / ``False`` raised AttributeError; ``none`` / ``disable`` made folders of those
+    names; a relative folder moved with the working directory."""
+    import warnings
+
+    from graphssl.config import compilation_cache_dir
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert compilation_cache_dir("~nosuchuser-graphssl/cache") is None
+    assert any("compilation cache is off" in str(w.message) for w in caught)
+    for off in (0, False, "none", "disable", " OFF "):
+        assert compilation_cache_dir(off) is None
+    monkeypatch.chdir(tmp_path)
+    assert compilation_cache_dir("rel/cache") == tmp_path / "rel" / "cache"
+    with pytest.raises(ValueError, match="setting: a folder"):
+        compilation_cache_dir(2.5)

@@ -230,3 +230,24 @@ def test_random_orientation_is_one_of_the_two_per_draw():
     assert set(picks) == {0, 1}
     with pytest.raises(ValueError, match="swap"):
         table1_trial(data, spec, swap="sometimes")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"L": 2}, r"L, U: whole numbers with L >= 3"),      # looped for ever before
+    ({"L": 5, "U": 100}, r"L \+ U <= 30"),
+    ({"noise": 1.5}, "noise: the fraction"),
+    ({"noise": -1.0}, "noise: the fraction"),
+    ({"n_deltas": 0}, "n_deltas: a whole number"),
+    ({"scaling": "bogus"}, "scaling: 'none'"),
+])
+def test_trial_options_are_named(options, message):
+    from graphssl.reproductions.mincut_table1 import table1_trial
+
+    data = {"y": np.repeat([0, 1, 2], 10), "X": np.zeros((30, 2)),
+            "categorical": np.zeros(2, bool)}
+    spec = {"L": 5, "U": 10, "noise": 0.0, "metric": "euclidean"}
+    U = options.pop("U", None)
+    if U is not None:
+        spec["U"] = U
+    with pytest.raises(ValueError, match=message):
+        table1_trial(data, spec, **options)

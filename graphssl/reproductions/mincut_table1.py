@@ -30,6 +30,7 @@ import numpy as np
 from graphssl.inference.optimize.maxflow import mincut_classify, minimum_cut
 from graphssl.models import mincut as mc
 from graphssl.reproductions.id3 import ID3Classifier
+from graphssl.validation import is_whole
 
 __all__ = ["TABLE1", "COLUMNS", "table1_dataset", "table1_trial", "distance_matrix", "draw"]
 
@@ -83,7 +84,11 @@ def table1_dataset(name: str, data_dir) -> dict:
     ``categorical`` (which columns ID3 splits multiway), ``y``, the fixed train/test
     blocks of the MONK's problems, and ``missing_codes`` (the code of ``?`` per attribute, -1
     where it has none) for the sets with unknown values (votes, mushroom's stalk-root)."""
-    z = np.load(Path(data_dir) / f"{name}.npz")
+    path = Path(data_dir) / f"{name}.npz"
+    if not path.is_file():
+        raise ValueError(f"name: {path} is not a file; give a Table 1 set's name and the folder "
+                         "of the shared data sets (data_dir / GRAPHSSL_DATA)")
+    z = np.load(path)
     y = z["y"].astype(np.int64)
     if "X_codes" in z.files:
         X = z["X_codes"].astype(np.int64)
@@ -115,10 +120,34 @@ def draw(data, L: int, U: int, rng):
         train = data["train_idx"]
         lab = rng.choice(train, L, replace=False) if L < train.size else train
         return np.sort(lab), data["test_idx"]
-    while True:
+    for _ in range(_MAX_DRAWS):
         picked = rng.choice(n, L + U, replace=False)
         if np.unique(data["y"][picked[:L]]).size == np.unique(data["y"]).size:
             return picked[:L], picked[L:]
+    raise ValueError(f"L={L}: no draw of {_MAX_DRAWS} held every class among the labelled "
+                     "points; label more points")
+
+
+_MAX_DRAWS = 10_000
+
+
+def _check_trial(data, L, U, noise, n_deltas, scaling) -> None:
+    """The trial's sizes and options, named (a draw smaller than the classes looped for
+    ever; numpy's sampling errors named neither ``U`` nor ``noise``)."""
+    n, n_classes = data["y"].size, np.unique(data["y"]).size
+    if "train_idx" in data:
+        if not is_whole(L, 1) or L > data["train_idx"].size:
+            raise ValueError(f"L: a whole number in 1..{data['train_idx'].size} (the MONK's "
+                             f"training block), got {L!r}")
+    elif not is_whole(L, n_classes) or not is_whole(U, 1) or L + U > n:
+        raise ValueError(f"L, U: whole numbers with L >= {n_classes} (one label a class), "
+                         f"U >= 1 and L + U <= {n}, got L={L!r}, U={U!r}")
+    if not (isinstance(noise, int | float) and 0.0 <= noise < 1.0):
+        raise ValueError(f"noise: the fraction of flipped labels in [0, 1), got {noise!r}")
+    if not is_whole(n_deltas, 1):
+        raise ValueError(f"n_deltas: a whole number >= 1, got {n_deltas!r}")
+    if scaling not in ("none", "zscore", "minmax"):
+        raise ValueError(f"scaling: 'none', 'zscore' or 'minmax', got {scaling!r}")
 
 
 def _scale(X, scaling):
@@ -192,6 +221,8 @@ def table1_trial(data, spec, seed=0, n_deltas: int = 40, *, scaling="none", swap
     """
     rng = np.random.default_rng(seed)
     n_l = spec["L"] if L is None else L
+    _check_trial(data, n_l, spec["U"], spec["noise"] if noise is None else noise, n_deltas,
+                 scaling)
     lab, unl = draw(data, n_l, spec["U"], rng)
     idx = np.concatenate([lab, unl])
     y_all = data["y"][idx]
