@@ -23,8 +23,10 @@ __all__ = [
     "check_features",
     "check_flag",
     "check_label_codes",
+    "check_count",
     "check_labels",
     "check_pairs",
+    "check_real",
     "check_scalar",
     "check_state_codes",
     "check_k",
@@ -417,6 +419,36 @@ def is_whole(value, least: int) -> bool:
     its own error."""
     return (not isinstance(value, bool) and isinstance(value, numbers.Integral)
             and value >= least)
+
+
+COUNT_MAX = 2**31 - 1  # counts reach JAX as int32 (1e300 chains gave an MLIR TypeError)
+
+
+def check_count(value, name: str, *, least: int = 0, most: int = COUNT_MAX) -> int:
+    """A count parameter (chains, draws, iterations, checkpoints): a whole number (Python
+    or NumPy integer, not a bool, not ``2.5`` or ``"10"``) in ``least..most``; returns it as
+    an ``int``. Raises ``ValueError`` naming ``name``."""
+    if not is_whole(value, least) or value > most:
+        raise ValueError(f"{name}: a whole number in {least}..{most}, got {value!r}")
+    return int(value)
+
+
+def check_real(value, name: str, *, low: float = -np.inf, high: float = np.inf,
+               low_open: bool = False, high_open: bool = False) -> float:
+    """A real parameter (not a bool or a string) in the interval from ``low`` to ``high``
+    (``*_open``: that end excluded; an infinite end is always excluded: the value must be
+    finite); returns it as a ``float``. Raises ``ValueError`` naming ``name``."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+    number = float(value) if ok else np.nan
+    ok = ok and np.isfinite(number)
+    ok = ok and (number > low if low_open else number >= low)
+    ok = ok and (number < high if high_open else number <= high)
+    if not ok:
+        left, right = "(" if low_open or low == -np.inf else "[", \
+            ")" if high_open or high == np.inf else "]"
+        raise ValueError(f"{name}: a finite number in {left}{low:g}, {high:g}{right}, "
+                         f"got {value!r}")
+    return number
 
 
 def check_k(k, n: int, *, name: str = "k") -> int:

@@ -11,8 +11,10 @@ import pathlib
 import numpy as np
 import scipy.sparse as sp
 
+from graphssl.data._npz import csr_from_arrays, index_array, read_npz
 from graphssl.data.dataset import Dataset
 from graphssl.data.synthetic import GENERATORS
+from graphssl.validation import check_label_codes
 
 # ------------------------------------------------------------------ shared .npz sets
 _SSLBOOK = "SSL-book benchmark set {} (Chapelle, Schoelkopf & Zien 2006); ships in the " \
@@ -87,40 +89,85 @@ def load_npz(name: str, data_dir=None, *, dense: bool = True) -> Dataset:
     unless ``dense=False`` (then ``X`` is the CSR matrix). Other arrays go to ``extra``.
     For ``digit1`` and ``usps_full`` the ssl-nmf splits (``ssl_nmf_benchmark_splits.npz``,
     when present) are added as ``ssl_nmf_pct<XX>``; their row alignment is unverified.
+
+    Labels: with a ``classes`` array, ``y`` holds codes ``0..len(classes)-1`` (``-1`` for
+    unlabelled rows); without one, ``y`` holds integer class values (``-1`` unlabelled), which
+    are re-encoded to ``0..C-1`` with ``classes`` the sorted values. A file that is not a
+    readable ``.npz``, lacks ``y``, has ``y`` of another length than the features, fractional
+    labels, too few class names or split indices outside ``0..n-1`` is a ``ValueError``
+    naming it.
     """
     folder = pathlib.Path(data_dir) if data_dir is not None else data_dir_from_env()
     path = None if folder is None else folder / f"{name}.npz"
     if path is None or not path.is_file():
         raise _missing_error(name, path if folder is None or folder.is_dir() else folder)
-    with np.load(path, allow_pickle=False) as npz:
-        arrays = {key: npz[key] for key in npz.files}
-    csr = None
-    if "X" in arrays:
-        X = arrays.pop("X").astype(np.float64)
-    elif {"data", "indices", "indptr", "shape"} <= arrays.keys():
-        csr = sp.csr_matrix(
-            (arrays.pop("data").astype(np.float64), arrays.pop("indices"), arrays.pop("indptr")),
-            shape=tuple(int(s) for s in arrays.pop("shape")),
-        )
-        X = csr.toarray() if dense else csr
-    else:
-        raise ValueError(
-            f"{path} holds no features: expected 'X' or CSR 'data/indices/indptr/shape'"
-        )
-    y = arrays.pop("y").astype(np.int64)
-    classes = arrays.pop("classes", np.unique(y))
-    splits = {
-        k[len("splits_"):]: v.astype(np.int64) for k, v in arrays.items() if k.startswith("splits_")
-    }
-    extra = {k: v for k, v in arrays.items() if not k.startswith("splits_")}
+    arrays = read_npz(path)
+    X, csr = _npz_features(arrays, path, dense)
+    n = X.shape[0]
+    if n == 0:
+        raise ValueError(f"{path}: the features have no rows; store at least one point")
+    y, classes = _npz_labels(arrays, n, path)
+    splits = {key[len("splits_"):]: _npz_split(arrays.pop(key), n, f"{path}: {key}")
+              for key in [k for k in arrays if k.startswith("splits_")]}
     bench = folder / "ssl_nmf_benchmark_splits.npz"
     if name in _SSL_NMF_SPLITS and bench.is_file():
         prefix = _SSL_NMF_SPLITS[name] + "_"
-        with np.load(bench) as npz:
-            splits.update({f"ssl_nmf_{k[len(prefix):]}": npz[k].astype(np.int64)
-                           for k in npz.files if k.startswith(prefix)})
+        splits.update({f"ssl_nmf_{k[len(prefix):]}": _npz_split(v, n, f"{bench}: {k}")
+                       for k, v in read_npz(bench).items() if k.startswith(prefix)})
     return Dataset(X=X, y=y, name=name, classes=classes, splits=splits, sparse=csr,
-                   extra=extra, description=f"{name}: {_where_from(name)}")
+                   extra=arrays, description=f"{name}: {_where_from(name)}")
+
+
+def _npz_features(arrays: dict, path, dense: bool):
+    """``(X, csr)`` popped from a ``.npz``'s arrays: a dense ``X`` (``csr`` None) or the CSR
+    arrays (``X`` densified unless ``dense=False``); a ``ValueError`` naming ``path``."""
+    if "X" in arrays:
+        try:
+            X = arrays.pop("X").astype(np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{path}: X must be numeric ({error}); encode categorical "
+                             "columns as numbers") from None
+        if X.ndim != 2:
+            raise ValueError(f"{path}: X must be 2-D (one row per point), got shape {X.shape}")
+        return X, None
+    if {"data", "indices", "indptr", "shape"} <= arrays.keys():
+        csr = csr_from_arrays(*(arrays.pop(k) for k in ("data", "indices", "indptr", "shape")),
+                              where=str(path))
+        return (csr.toarray() if dense else csr), csr
+    raise ValueError(
+        f"{path} holds no features: expected 'X' or CSR 'data/indices/indptr/shape'"
+    )
+
+
+def _npz_labels(arrays: dict, n: int, path) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, classes)`` popped from a ``.npz``'s arrays: ``y`` as codes ``0..C-1`` (``-1``
+    unlabelled) and ``classes[k]`` the original label of code ``k`` (see :func:`load_npz`)."""
+    if "y" not in arrays:
+        raise ValueError(f"{path} holds no labels 'y'; store one label per row (-1 for "
+                         "unlabelled), e.g. numpy.savez(path, X=X, y=y)")
+    y = check_label_codes(arrays.pop("y"), n, name=f"{path}: y",
+                          against="the features have {n} rows")
+    if "classes" in arrays:
+        classes = arrays.pop("classes")
+        if classes.ndim != 1 or len(classes) <= y.max():
+            raise ValueError(f"{path}: 'classes' holds {classes.size} name(s) but y has codes up "
+                             f"to {y.max()}; store one name per code 0..C-1, or drop 'classes' "
+                             "to name the classes by y's values")
+        return y, classes
+    labelled = y >= 0
+    classes, codes = np.unique(y[labelled], return_inverse=True)
+    y[labelled] = codes.ravel()
+    return y, classes
+
+
+def _npz_split(rows, n: int, name: str) -> np.ndarray:
+    """Stored labelled-index splits as ``int64[n_splits, L]`` (one row when 1-D), every index
+    in ``0..n-1``."""
+    rows = index_array(rows, n, name)
+    if rows.ndim > 2:
+        raise ValueError(f"{name}: expected int[n_splits, n_labeled] indices, got shape "
+                         f"{rows.shape}")
+    return np.atleast_2d(rows)
 
 
 def _sslbook_folder(mat_dir):
