@@ -321,3 +321,20 @@ def test_potts_feature_route_thins_its_chains():
         clf.fit_graph(knn_graph(X, 5), y, X=X)
     assert clf.feature_fit_ is not None
     assert clf.samples_.thin == 3 and clf.samples_.labels.shape[1] == 6
+
+
+@pytest.mark.parametrize("sigma", [1e300, 1e160, 1e-160, 1e-300])
+def test_new_points_under_an_extreme_width(sigma, blobs):
+    """``predict(X_new)`` raised OverflowError (sigma = 1e300) or ZeroDivisionError (1e-300),
+    and gave NaN rows at 1e-160. Far above the distances every neighbour weighs alike; far
+    below, the nearest decides (the limits of exp(-d^2 / (2 sigma^2)))."""
+    X, truth = blobs
+    y = np.where(np.arange(60) % 6 == 0, truth, None).astype(object)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = HarmonicFunctionClassifier(sigma=sigma).fit(X, y)
+    proba = clf.predict_proba(X[:5] + 0.01)
+    assert np.all(np.isfinite(proba)) and np.allclose(proba.sum(1), 1.0)
+    if sigma < 1:
+        near = clf.label_distributions_[[np.argmin(((X - x) ** 2).sum(1)) for x in X[:5] + 0.01]]
+        np.testing.assert_allclose(proba, near)

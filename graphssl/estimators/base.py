@@ -488,8 +488,13 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         k = min(int(self.k_ or 10), self.X_fit_.shape[0])
         nn = NearestNeighbors(n_neighbors=k).fit(self.X_fit_)
         distances, indices = nn.kneighbors(X)
-        log_w = self._induction_log_weights(distances, nn, k, indices)
-        log_w -= log_w.max(axis=1, keepdims=True)
+        with np.errstate(over="ignore", divide="ignore"):  # sigma far from the distances
+            log_w = self._induction_log_weights(distances, nn, k, indices)
+        top = log_w.max(axis=1, keepdims=True)
+        # every weight underflowed (sigma far below the distances): the limit is the nearest
+        nearest = distances == distances.min(axis=1, keepdims=True)
+        log_w = np.where(np.isfinite(top), log_w - np.where(np.isfinite(top), top, 0.0),
+                         np.where(nearest, 0.0, -np.inf))
         w = np.exp(log_w)
         w /= w.sum(axis=1, keepdims=True)
         return np.einsum("ik,ikc->ic", w, self.label_distributions_[indices])
@@ -514,8 +519,9 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                     scale = 1.0 / (2.0 * sigma_kth_neighbor(train_d[:, 1:]) ** 2)
                 except ValueError:  # every neighbour a duplicate: weigh them equally
                     scale = 0.0
-            else:
-                scale = 1.0 / (2.0 * float(self.sigma) ** 2)
+            else:  # a number: exp(-(d / sigma)^2 / 2), kept as the width (1 / (2 sigma^2)
+                # under- or overflows for sigma near 1e+-160)
+                return -0.5 * (distances / float(self.sigma)) ** 2
             self._induction_scale = scale
         return -self._induction_scale * distances**2
 

@@ -43,7 +43,9 @@ def gaussian_weights(sq_dist, sigma):
     """Gaussian weights ``exp(-d^2 / (2 sigma^2))`` (Bergamim & Breve Eq. 6)."""
     if not np.all(np.asarray(sigma) > 0):
         raise ValueError(f"sigma: the Gaussian width must be positive, got {sigma}")
-    return np.exp(-np.asarray(sq_dist) / (2.0 * np.asarray(sigma) ** 2))
+    sigma = np.asarray(sigma, dtype=np.float64)
+    with np.errstate(over="ignore"):  # sigma near 1e+-160: d^2 / sigma / sigma, no 1/sigma^2
+        return np.exp(-0.5 * (np.asarray(sq_dist) / sigma) / sigma)
 
 
 def _neighbor_distances(distances) -> np.ndarray:
