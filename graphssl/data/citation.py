@@ -8,7 +8,7 @@ bag-of-words row per paper. The shared ``planetoid_citeseer.npz`` (format: the s
 * ``y``: ``int64[n]`` in ``0..C-1``, ``-1`` for papers without a label in the source;
 * ``edges``: ``int[E, 2]`` citation pairs, usually one direction only (``i < j``);
 * ``split_train``, ``split_val``, ``split_test``: 0-based node indices of the standard split
-  (Yang, Cohen & Salakhutdinov 2016; Kipf & Welling 2017).
+  (Yang, Cohen & Salakhutdinov 2016; Kipf & Welling 2017), or boolean masks of length n.
 
 :func:`load_citation` turns that into a :class:`CitationData`: the *symmetrised* graph (a
 citation is a similarity in both directions; the count of one-directional input pairs is
@@ -24,7 +24,10 @@ import pathlib
 import numpy as np
 import scipy.sparse as sp
 
+from graphssl._warnings import warn_user
+from graphssl.data._npz import checked_csr, csr_from_arrays, index_array, read_npz
 from graphssl.graph import Graph, connected_components
+from graphssl.validation import check_label_codes
 
 __all__ = ["CitationData", "CITATION_SOURCES", "load_citation", "citation_from_arrays"]
 
@@ -101,13 +104,38 @@ class CitationData:
 
 
 def _mask(index, n: int, name: str) -> np.ndarray:
-    index = np.asarray(index, dtype=np.int64).ravel()
-    if index.size and (index.min() < 0 or index.max() >= n):
-        raise ValueError(f"{name}: node indices must lie in 0..{n - 1}; got "
-                         f"{index.min()}..{index.max()}")
+    """``bool[n]`` from a split: node indices (whole-valued floats accepted) or a boolean
+    mask of length ``n`` (PyG's ``train_mask``); anything else names ``name``."""
+    index = np.asarray(index)
+    if index.dtype == bool:
+        if index.shape != (n,):
+            raise ValueError(f"{name}: a boolean mask needs one entry per node ({n}), got shape "
+                             f"{index.shape}; or give node indices")
+        return index.copy()
     mask = np.zeros(n, dtype=bool)
-    mask[index] = True
+    mask[index_array(index, n, name).ravel()] = True
     return mask
+
+
+def _warn_overlaps(train: np.ndarray, others: dict[str, np.ndarray]) -> None:
+    """Warn when a validation or test split shares nodes with ``split_train``."""
+    for name, mask in others.items():
+        shared = np.flatnonzero(train & mask)
+        if shared.size:
+            warn_user(f"split_train and {name} share {shared.size} node(s) (e.g. "
+                      f"{shared[:5].tolist()}); scores on {name} would count training nodes. "
+                      "Make the splits disjoint.", UserWarning)
+
+
+def _features(features) -> sp.csr_matrix:
+    """``features`` as float64 CSR, fully checked (a corrupt sparse matrix is refused before
+    it is read)."""
+    try:
+        features = sp.csr_matrix(features, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"features: expected a numeric [n, d] array or scipy sparse matrix "
+                         f"({error})") from None
+    return checked_csr(features, "features")
 
 
 def citation_from_arrays(edges, features, y, split_train, split_val=(), split_test=(), *,
@@ -116,18 +144,18 @@ def citation_from_arrays(edges, features, y, split_train, split_val=(), split_te
 
     ``edges``: ``int[E, 2]`` pairs in any direction (duplicates and self-loops are dropped,
     every edge is stored both ways with weight 1); ``features``: dense or scipy sparse
-    ``[n, d]``; ``y``: ``int[n]`` with ``-1`` for unknown labels; ``split_*``: node indices.
+    ``[n, d]``; ``y``: ``int[n]`` with ``-1`` for unknown labels; ``split_*``: node indices,
+    or boolean masks of length ``n``. Fractional or out-of-range indices are a
+    ``ValueError`` naming the argument; a validation or test split that shares nodes with
+    ``split_train`` gives a ``UserWarning``.
     """
-    features = sp.csr_matrix(features, dtype=np.float64)
+    features = _features(features)
     n = features.shape[0]
-    y = np.asarray(y, dtype=np.int64)
-    if y.shape != (n,):
-        raise ValueError(f"y: expected shape ({n},) to match features, got {y.shape}")
-    edges = np.asarray(edges, dtype=np.int64)
+    y = check_label_codes(y, n, name="y", against="features has {n} rows")
+    edges = np.asarray(edges)
     if edges.ndim != 2 or edges.shape[1] != 2:
         raise ValueError(f"edges: expected an int array of shape (E, 2), got {edges.shape}")
-    if edges.size and (edges.min() < 0 or edges.max() >= n):
-        raise ValueError(f"edges: node indices must lie in 0..{n - 1} (features has {n} rows)")
+    edges = index_array(edges, n, "edges")
     loops = edges[:, 0] == edges[:, 1]
     pairs = edges[~loops]
     A = sp.csr_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
@@ -137,9 +165,10 @@ def citation_from_arrays(edges, features, y, split_train, split_val=(), split_te
     train = _mask(split_train, n, "split_train")
     if np.any(y[train] < 0):
         raise ValueError("split_train: a training node has label -1; drop it from the split")
+    val, test = _mask(split_val, n, "split_val"), _mask(split_test, n, "split_test")
+    _warn_overlaps(train, {"split_val": val, "split_test": test})
     return CitationData(
-        graph=graph, features=features, y=y, train_mask=train,
-        val_mask=_mask(split_val, n, "split_val"), test_mask=_mask(split_test, n, "split_test"),
+        graph=graph, features=features, y=y, train_mask=train, val_mask=val, test_mask=test,
         n_one_directional=one_way, n_self_loops=int(loops.sum()),
         n_components=int(connected_components(graph)[0]), name=name, description=description,
     )
@@ -149,7 +178,10 @@ def load_citation(name: str = "planetoid_citeseer", data_dir=None) -> CitationDa
     """Read ``<data_dir>/<name>.npz`` in the citation layout of this module.
 
     ``data_dir`` defaults to ``$GRAPHSSL_DATA``. When the file is absent the ``ValueError``
-    says where the set comes from (:data:`CITATION_SOURCES`) and how to point at it.
+    says where the set comes from (:data:`CITATION_SOURCES`) and how to point at it; a file
+    that is not a readable ``.npz``, lacks an array, holds a corrupt CSR matrix or
+    inconsistent arrays (checked by :func:`citation_from_arrays`) is a ``ValueError``
+    naming it.
     """
     from graphssl.data.loaders import data_dir_from_env
 
@@ -164,18 +196,18 @@ def load_citation(name: str = "planetoid_citeseer", data_dir=None) -> CitationDa
             f"cannot load citation set {name!r}: {where}. It comes from {source}. Put "
             f"{name}.npz in a folder and pass it as data_dir or set GRAPHSSL_DATA."
         )
-    with np.load(path, allow_pickle=False) as npz:
-        arrays = {key: npz[key] for key in npz.files}
+    arrays = read_npz(path)
     needed = {"data", "indices", "indptr", "shape", "y", "edges", "split_train"}
     if not needed <= arrays.keys():
-        raise ValueError(f"{name}.npz: missing arrays {sorted(needed - arrays.keys())}; "
+        raise ValueError(f"{path}: missing arrays {sorted(needed - arrays.keys())}; "
                          "expected the layout of graphssl.data.citation")
-    features = sp.csr_matrix(
-        (arrays["data"].astype(np.float64), arrays["indices"], arrays["indptr"]),
-        shape=tuple(int(s) for s in arrays["shape"]),
-    )
-    return citation_from_arrays(
-        arrays["edges"], features, arrays["y"], arrays["split_train"],
-        arrays.get("split_val", ()), arrays.get("split_test", ()), name=name,
-        description=CITATION_SOURCES.get(name, f"user file {name}.npz"),
-    )
+    features = csr_from_arrays(*(arrays[k] for k in ("data", "indices", "indptr", "shape")),
+                               where=str(path))
+    try:
+        return citation_from_arrays(
+            arrays["edges"], features, arrays["y"], arrays["split_train"],
+            arrays.get("split_val", ()), arrays.get("split_test", ()), name=name,
+            description=CITATION_SOURCES.get(name, f"user file {name}.npz"),
+        )
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
