@@ -257,8 +257,10 @@ def _splits(problem, args) -> tuple[list[np.ndarray], bool]:
         raise ValueError(f"--label-rate: must lie in (0, 1), got {args.label_rate}")
     if args.n_splits < 1:
         raise ValueError(f"--n-splits: must be >= 1, got {args.n_splits}")
+    if args.seed < 0:
+        raise ValueError(f"--seed: a whole number >= 0, got {args.seed}")
     return list(data.random_splits(y, args.label_rate, n_splits=args.n_splits,
-                                   seed=args.seed)), True
+                                   seed=args.seed, name="--label-rate")), True
 
 
 def _usable(names: list[str], problem, explicit: bool) -> list[str]:

@@ -380,3 +380,12 @@ def test_a_closed_stdout_still_writes_the_report(tmp_path, monkeypatch):
     monkeypatch.setattr("sys.stdout", ClosedPipe())
     assert main(["run", "--models", "grf", "--no-progress", "--n-splits", "1"]) == 0
     assert list(tmp_path.glob("graphssl-output/*/results.json"))
+
+
+def test_split_options_are_named_in_the_users_terms(capsys):
+    """``--label-rate 0.0001`` was reported as "n_labeled must be an integer in [1, 1000]",
+    ``--seed -1`` as numpy's "expected non-negative integer"."""
+    assert main(["run", "--label-rate", "0.0001", "--models", "grf"]) == 2
+    assert "--label-rate=0.0001 of 1000 points gives 0" in capsys.readouterr().err
+    assert main(["run", "--seed", "-1", "--models", "grf"]) == 2
+    assert "--seed: a whole number >= 0, got -1" in capsys.readouterr().err
