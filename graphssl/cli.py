@@ -243,12 +243,14 @@ def _splits(problem, args) -> tuple[list[np.ndarray], bool]:
         shown = [str(problem.classes[c]) for c in np.unique(y[y >= 0])]
         if len(shown) < 2:
             where = ("--labels / --label-attribute" if args.graph is not None
+                     else "--dataset" if str(args.dataset).endswith(".npz")
                      else "--label-column")
             raise ValueError(
                 f"{where}: the input labels {len(shown)} class(es)"
                 + (f" ({', '.join(map(repr, shown))})" if shown else "")
                 + "; label at least one point of each of two classes (unlabelled cells: "
-                "empty, -1, ? or --unlabeled-value)")
+                "empty, -1, ? or --unlabeled-value; labels coded -1 / +1 read -1 as "
+                "unlabelled: recode them, e.g. 0 / 1)")
         if args.n_splits != 1 or args.label_rate != _IDENTITY_DEFAULTS["label_rate"]:
             print("graphssl: the input marks its own unlabelled rows: its labels are the one "
                   "split (--n-splits and --label-rate unused), no accuracy", file=sys.stderr)

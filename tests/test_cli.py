@@ -389,3 +389,14 @@ def test_split_options_are_named_in_the_users_terms(capsys):
     assert "--label-rate=0.0001 of 1000 points gives 0" in capsys.readouterr().err
     assert main(["run", "--seed", "-1", "--models", "grf"]) == 2
     assert "--seed: a whole number >= 0, got -1" in capsys.readouterr().err
+
+
+def test_a_plus_minus_one_npz_is_explained(tmp_path, capsys):
+    """Labels coded -1 / +1 read -1 as unlabelled; the error named --label-column, which an
+    .npz does not have."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "pm1.npz"
+    np.savez(path, X=rng.normal(size=(40, 2)), y=np.where(np.arange(40) % 2, 1, -1))
+    assert main(["run", "--dataset", str(path), "--models", "grf"]) == 2
+    err = capsys.readouterr().err
+    assert "--dataset: the input labels 1 class(es)" in err and "-1 / +1" in err
