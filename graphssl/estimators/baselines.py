@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphssl._warnings import warn_user
 from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.estimators.feature_prior import FeaturePriorMixin
+from graphssl.inference.mcmc.statistics import ConvergenceWarning
 from graphssl.inference.optimize.baselines import (
     harmonic_function,
     knn_graph_classifier,
@@ -23,7 +25,7 @@ from graphssl.inference.optimize.feature_prior import (
     fit_harmonic_with_prior,
     lgc_with_prior,
 )
-from graphssl.validation import check_class_mass_rule
+from graphssl.validation import check_class_mass_rule, check_count, check_flag, check_real
 
 __all__ = [
     "HarmonicFunctionClassifier",
@@ -31,6 +33,44 @@ __all__ = [
     "ParzenWindowClassifier",
     "KNNGraphClassifier",
 ]
+
+# Parzen's diffusion time: beyond this the heat kernel has mixed on any graph whose spectral
+# gap exceeds ~1e-5 (every unlabelled row tends to its component's stationary p.m.f.), the
+# sparse path's cost (expm_multiply) grows linearly with tau (166 s at tau = 1e6, n = 600),
+# and near 1e12 the dense path's exp(-tau lambda / 2) overflows on roundoff-negative
+# eigenvalues (NaN rows, read as uniform)
+TAU_MAX = 1e6
+
+
+def _check_tol(tol) -> float:
+    """The CG stopping tolerance: finite in (0, 1) (nan, inf, 2.0 or -1 ran 0 iterations and
+    returned unsolved rows; 0 made ``jax_cg`` iterate until its residual was NaN)."""
+    try:
+        return check_real(tol, "tol", low=0.0, high=1.0, low_open=True, high_open=True)
+    except ValueError:
+        raise ValueError(f"tol: the CG stopping tolerance (relative residual), a finite number "
+                         f"in (0, 1) such as 1e-5 (method='direct' solves exactly), got "
+                         f"{tol!r}") from None
+
+
+def _reported_solve(solve, method, tol, who):
+    """``solve(method) -> (scores, SolveInfo)``; a ``ConvergenceWarning`` when the solver did
+    not reach ``tol``. A solve that broke down (non-finite residual: its rows are not a
+    solution) is redone with ``method="direct"``."""
+    scores, info = solve(method)
+    if info.converged:
+        return scores
+    if not np.isfinite(info.residual) and info.method != "direct":
+        warn_user(f"{who}: the {info.method!r} solve broke down after {info.iterations} "
+                  f"iterations (residual {info.residual}) at tol={tol!r}; re-solved with "
+                  "method='direct'. Raise tol (e.g. 1e-5) or pass method='direct'.",
+                  ConvergenceWarning)
+        return solve("direct")[0]
+    warn_user(f"{who}: the {info.method!r} solve stopped after {info.iterations} iterations "
+              f"(its maxiter) at relative residual {info.residual:.3g}, above tol={tol!r}; the "
+              "class distributions are not fully solved. Raise tol or pass method='direct'.",
+              ConvergenceWarning)
+    return scores
 
 
 class HarmonicFunctionClassifier(FeaturePriorMixin, GraphSSLClassifier):
@@ -107,18 +147,24 @@ class HarmonicFunctionClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.random_state = random_state
 
     def _label_distributions(self, graph, labels, n_classes):
+        tol = _check_tol(self.tol)
+        normalize_graph = check_flag(self.normalize_graph, "normalize_graph")
         prior = self._fit_feature_prior(labels, n_classes, weight_range=(0.0, 1.0, False))
         check_class_mass_rule(self.class_mass_normalize)
         if prior is None:
-            f = harmonic_function(graph, labels, n_classes=n_classes, method=self.method,
-                                  normalize_graph=bool(self.normalize_graph), tol=self.tol)
+            def solve(method):
+                return harmonic_function(graph, labels, n_classes=n_classes, method=method,
+                                         normalize_graph=normalize_graph, tol=tol,
+                                         return_info=True)
+
+            f = _reported_solve(solve, self.method, tol, type(self).__name__)
             return self._class_mass_decision(f, graph, labels)
 
         eta = self.prior_weight if isinstance(self.prior_weight, str) else float(
             self.prior_weight)
         f, self.prior_weight_, self.prior_weight_scores_ = fit_harmonic_with_prior(
             graph, labels, prior, n_classes=n_classes, eta=eta, grid=DEFAULT_ETA_GRID,
-            method=self.method, tol=self.tol, normalize_graph=bool(self.normalize_graph))
+            method=self.method, tol=tol, normalize_graph=normalize_graph)
         return self._class_mass_decision(f, graph, labels, prior.probs[labels < 0].mean(axis=0))
 
     def _unreached_mask(self, graph, labels):
@@ -179,14 +225,26 @@ class LGCClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.random_state = random_state
 
     def _label_distributions(self, graph, labels, n_classes):
+        alpha = check_real(self.alpha, "alpha", low=0.0, high=1.0, low_open=True,
+                           high_open=True)
+        tol = _check_tol(self.tol)
+        weight = self.prior_weight
+        if not isinstance(weight, str) and not (
+                isinstance(weight, (int, float, np.floating, np.integer))
+                and not isinstance(weight, bool) and np.isfinite(weight) and weight > 0):
+            raise ValueError(f"prior_weight: must be 'cv' or a finite number > 0, got "
+                             f"{weight!r}")
         prior = self._fit_feature_prior(labels, n_classes, weight_range=(0.0, np.inf, False))
         if prior is None:
-            return lgc(graph, labels, alpha=self.alpha, n_classes=n_classes,
-                       method=self.method, tol=self.tol)
+            def solve_lgc(method):
+                return lgc(graph, labels, alpha=alpha, n_classes=n_classes, method=method,
+                           tol=tol, return_info=True)
+
+            return _reported_solve(solve_lgc, self.method, tol, type(self).__name__)
 
         def solve(known, h, rho):
-            return lgc_with_prior(graph, known, h, rho, alpha=self.alpha, n_classes=n_classes,
-                                  method=self.method, tol=self.tol)
+            return lgc_with_prior(graph, known, h, rho, alpha=alpha, n_classes=n_classes,
+                                  method=self.method, tol=tol)
 
         rho = self._prior_weight(solve, labels, prior, DEFAULT_RHO_GRID)
         return solve(labels, prior.probs, rho)
@@ -200,7 +258,11 @@ class LGCClassifier(FeaturePriorMixin, GraphSSLClassifier):
 
 class ParzenWindowClassifier(GraphSSLClassifier):
     """Graph Parzen window of heat-kernel diffusions (Walder, Sec. 5 baseline); defaults
-    follow Walder: k = 10, ``sigma="walder"``, tau = 5, uniform class proportions."""
+    follow Walder: k = 10, ``sigma="walder"``, tau = 5, uniform class proportions.
+
+    ``tau``: the diffusion time, a finite number in (0, ``TAU_MAX`` = 1e6]. ``class_prior``:
+    None (uniform), ``"labelled"`` (the labelled frequencies) or C non-negative proportions
+    summing to 1, in the order of ``classes_``."""
 
     def __init__(
         self,
@@ -221,14 +283,39 @@ class ParzenWindowClassifier(GraphSSLClassifier):
         self.method = method
 
     def _label_distributions(self, graph, labels, n_classes):
+        try:
+            tau = check_real(self.tau, "tau", low=0.0, high=TAU_MAX, low_open=True)
+        except ValueError as error:
+            raise ValueError(f"{error}; the diffusion time (Walder: 5). At 0 no label "
+                             "diffuses; far beyond the graph's mixing time every row tends "
+                             "to uniform") from None
+        _check_class_prior(self.class_prior, n_classes)
         return parzen_window(
             graph,
             labels,
-            tau=self.tau,
+            tau=tau,
             n_classes=n_classes,
             class_prior=self.class_prior,
             method=self.method,
         )
+
+
+def _check_class_prior(class_prior, n_classes: int) -> None:
+    """None, ``"labelled"`` or ``n_classes`` finite non-negative proportions summing to 1
+    (``[1, 2]`` was normalised silently, ``[1e300, 1e300]`` became uniform rows)."""
+    if class_prior is None or (isinstance(class_prior, str) and class_prior == "labelled"):
+        return
+    wanted = (f"class_prior: None, 'labelled' or {n_classes} non-negative class proportions "
+              "summing to 1 (in the order of classes_; divide weights by their sum)")
+    if isinstance(class_prior, (str, bytes)):
+        raise ValueError(f"{wanted}, got {class_prior!r}")
+    try:
+        eta = np.asarray(class_prior, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{wanted}, got {class_prior!r}") from None
+    if (eta.shape != (n_classes,) or not np.all(np.isfinite(eta)) or np.any(eta < 0)
+            or abs(eta.sum() - 1.0) > 1e-6):
+        raise ValueError(f"{wanted}, got {class_prior!r}")
 
 
 class KNNGraphClassifier(GraphSSLClassifier):
@@ -254,10 +341,16 @@ class KNNGraphClassifier(GraphSSLClassifier):
         self.edge_length = edge_length
 
     def _label_distributions(self, graph, labels, n_classes):
+        try:
+            n_neighbors = check_count(self.n_neighbors, "n_neighbors", least=1)
+        except ValueError:
+            raise ValueError(f"n_neighbors: the number of labelled nodes that vote, a whole "
+                             f"number >= 1 (k is the graph's neighbour count), got "
+                             f"{self.n_neighbors!r}") from None
         return knn_graph_classifier(
             graph,
             labels,
-            k=self.n_neighbors,
+            k=n_neighbors,
             n_classes=n_classes,
             edge_length=self.edge_length,
         )

@@ -22,6 +22,7 @@ from graphssl.inference.optimize.feature_prior import (
     harmonic_mixture_prior_solver,
 )
 from graphssl.models.harmonic_mixture import COVARIANCE_TYPES
+from graphssl.validation import check_count, check_real
 
 __all__ = ["HarmonicMixtureClassifier"]
 
@@ -174,8 +175,10 @@ class HarmonicMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
                 f"covariance_type: got {self.covariance_type!r}; use 'full', 'diag' or "
                 "'spherical'"
             )
-        if not 0.0 <= float(self.alpha) < 1.0:
-            raise ValueError(f"alpha: must lie in [0, 1), got {self.alpha!r}")
+        check_real(self.alpha, "alpha", low=0.0, high=1.0, high_open=True)
+        check_real(self.reg_covar, "reg_covar", low=0.0, low_open=True)
+        check_count(self.max_iter, "max_iter", least=0)
+        check_real(self.tol, "tol", low=0.0)
         if self.backbone not in ("mixture", "kmeans"):
             raise ValueError(f"backbone: got {self.backbone!r}; use 'mixture' or 'kmeans'")
         k = self.responsibility_top_k
@@ -222,7 +225,41 @@ class HarmonicMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
             raise ValueError("X: a multinomial mixture needs non-negative counts")
         variance = float(np.mean(np.var(X, axis=0))) if mixture == "gaussian" else 1.0
         reg_covar = float(self.reg_covar) * (variance if variance > 0 else 1.0)
-        self.fit_ = fit_harmonic_mixture(
+        precision = np.finfo(jax.numpy.asarray(1.0).dtype)  # float32 unless x64 is enabled
+        if not float(precision.tiny) <= reg_covar <= float(precision.max):
+            raise ValueError(
+                f"reg_covar: {self.reg_covar!r} times the mean feature variance ({variance:.3g}) "
+                f"is {reg_covar:.3g}, outside what {precision.dtype} holds; use a value nearer "
+                "the default 1e-3 (it is relative to the features' variance)")
+        try:
+            self.fit_ = self._fit_mixture(X, labels, graph, n_classes, mixture, reg_covar)
+        except np.linalg.LinAlgError as error:
+            raise ValueError(self._degenerate(error)) from None
+        self.n_iter_ = int(self.fit_.em_info.iterations)
+        if prior is None:
+            dist = predict_proba(self.fit_, X)
+        else:
+            dist = self._with_prior(graph, labels, n_classes, prior, X)
+        if not np.all(np.isfinite(dist)):
+            raise ValueError(self._degenerate("non-finite class probabilities"))
+        observed = labels >= 0
+        dist[observed] = np.eye(n_classes)[labels[observed]]
+        unl = ~observed
+        self.threshold_ = float(np.median(dist[unl, -1])) if unl.any() else 0.5
+        self._set_class_scale(dist, labels, n_classes)
+        return dist
+
+    def _degenerate(self, what) -> str:
+        """The message when EM's mixture came out numerically degenerate (a component
+        collapsed onto a few points, or a covariance overflowed the working precision)."""
+        return (f"reg_covar: the EM mixture became numerically degenerate ({what}) with "
+                f"reg_covar={self.reg_covar!r}, covariance_type={self.covariance_type!r}, "
+                f"n_components={self.n_components!r}; use a reg_covar nearer the default 1e-3 "
+                "(relative to the features' variance), fewer components or "
+                "covariance_type='spherical'")
+
+    def _fit_mixture(self, X, labels, graph, n_classes, mixture, reg_covar):
+        return fit_harmonic_mixture(
             X, labels, graph,
             n_components=int(self._n_components(len(labels), X.shape[1], mixture)),
             n_classes=n_classes, mixture=mixture, covariance_type=self.covariance_type,
@@ -233,17 +270,6 @@ class HarmonicMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
             em_options=EMOptions(reg_covar=reg_covar),
             max_iter=int(self.max_iter), tol=float(self.tol),
         )
-        self.n_iter_ = int(self.fit_.em_info.iterations)
-        if prior is None:
-            dist = predict_proba(self.fit_, X)
-        else:
-            dist = self._with_prior(graph, labels, n_classes, prior, X)
-        observed = labels >= 0
-        dist[observed] = np.eye(n_classes)[labels[observed]]
-        unl = ~observed
-        self.threshold_ = float(np.median(dist[unl, -1])) if unl.any() else 0.5
-        self._set_class_scale(dist, labels, n_classes)
-        return dist
 
     def _set_class_scale(self, dist, labels, n_classes) -> None:
         """``class_scale_``: the column factors of the ``"cmn"`` / ``"auto"`` decisions

@@ -20,7 +20,7 @@ import numpy as np
 from graphssl._warnings import warn_user
 from graphssl.estimators.base import GraphSSLClassifier
 from graphssl.graph import Graph
-from graphssl.inference.optimize.maxflow import mincut_classify
+from graphssl.inference.optimize.maxflow import METHODS, mincut_classify
 from graphssl.models import mincut as mc
 from graphssl.reproductions.mincut_table1 import (  # re-exported: the Table 1 protocol
     TABLE1,
@@ -28,6 +28,7 @@ from graphssl.reproductions.mincut_table1 import (  # re-exported: the Table 1 p
     table1_dataset,
     table1_trial,
 )
+from graphssl.validation import check_real
 
 __all__ = ["MincutClassifier", "TABLE1", "table1_dataset", "table1_trial", "distance_matrix"]
 
@@ -45,9 +46,16 @@ def _scheme_weights(D, scheme, labels, observed, delta):
         return mc.delta_weights(D, mc.delta_zero(D, labels, observed))
     if scheme == "delta_half":
         return mc.delta_weights(D, mc.delta_half(D))
-    if delta is None or not delta > 0:
-        raise ValueError(f"delta: scheme='delta' needs a positive radius, got {delta!r}")
-    return mc.delta_weights(D, delta)
+    return mc.delta_weights(D, _checked_delta(delta))
+
+
+def _checked_delta(delta) -> float:
+    """``scheme="delta"``'s radius: a finite number > 0 (not a string, a bool or None)."""
+    try:
+        return check_real(delta, "delta", low=0.0, low_open=True)
+    except ValueError:
+        raise ValueError(f"delta: scheme='delta' needs a positive finite radius, got "
+                         f"{delta!r}") from None
 
 
 class MincutClassifier(GraphSSLClassifier):
@@ -96,8 +104,20 @@ class MincutClassifier(GraphSSLClassifier):
         self.alpha = alpha
         self.method = method
 
+    def _check_params(self) -> float:
+        """``alpha`` (returned as a float), ``method`` and, for ``scheme="delta"``, ``delta``;
+        checked before any graph is built."""
+        alpha = check_real(self.alpha, "alpha", low=0.0)
+        if not (isinstance(self.method, str) and self.method in ("auto", *METHODS)):
+            raise ValueError(f"method: the max-flow back end, one of {('auto', *METHODS)}, "
+                             f"got {self.method!r}")
+        if isinstance(self.scheme, str) and self.scheme == "delta":
+            _checked_delta(self.delta)
+        return alpha
+
     def _graph_from_features(self, X, labels):
         """The kNN graph (``scheme="knn"``) or the scheme's graph from a distance matrix."""
+        self._check_params()
         if self.scheme not in _SCHEMES:
             raise ValueError(f"scheme: unknown {self.scheme!r}; use one of {_SCHEMES}")
         if self.scheme == "knn":
@@ -115,10 +135,9 @@ class MincutClassifier(GraphSSLClassifier):
         return Graph.from_scipy(W)
 
     def _label_distributions(self, graph, labels, n_classes):
-        if not (np.isfinite(self.alpha) and self.alpha >= 0):
-            raise ValueError(f"alpha: must be finite and >= 0, got {self.alpha!r}")
+        alpha = self._check_params()
         out, info = mincut_classify(
-            graph.to_scipy(), labels, labels >= 0, alpha=float(self.alpha), method=self.method
+            graph.to_scipy(), labels, labels >= 0, alpha=alpha, method=self.method
         )
         self.cut_value_ = float(info.energy)
         self.degenerate_classes_ = info.degenerate_classes
