@@ -54,6 +54,7 @@ from graphssl.inference.optimize.logistic import (
     stratified_folds,
 )
 from graphssl.models.feature_model import normalize_rows
+from graphssl.validation import check_count, check_label_codes
 
 __all__ = [
     "FeaturePrior",
@@ -90,7 +91,9 @@ def fit_feature_prior(features, labels, n_classes: int, *, seed: int, n_folds: i
     """The feature model of :mod:`graphssl.inference.optimize.feature_potts` (rows scaled to
     unit norm, prior precision by K-fold CV; ``seed`` deals the folds) as a
     :class:`FeaturePrior`."""
-    labels = np.asarray(labels, dtype=np.int64)
+    n_classes = check_count(n_classes, "n_classes", least=1)
+    labels = check_label_codes(labels, np.shape(features)[0], n_classes=n_classes,
+                               name="labels", against="features has {n} rows")
     fit = cross_fitted_log_probabilities(normalize_rows(features), labels, int(n_classes),
                                          precisions=precisions, n_folds=int(n_folds),
                                          seed=int(seed))

@@ -29,6 +29,7 @@ from graphssl.models.protocol import (
     is_traced,
     pairwise_tables,
 )
+from graphssl.validation import check_state_codes
 
 __all__ = ["ICMInfo", "iterated_conditional_modes"]
 
@@ -92,6 +93,11 @@ def iterated_conditional_modes(
     labels = jnp.asarray(labels, dtype=jnp.int32)
     if labels.shape != (model.n_nodes,):
         raise ValueError(f"labels must have shape ({model.n_nodes},), got {labels.shape}")
+    start = clamp(model, labels)
+    if not is_traced((start,)):
+        # clamped nodes take their observed labels; every other node needs a class
+        check_state_codes(np.asarray(start), int(model.n_nodes), int(model.n_classes),
+                          "labels", "start label")
     if graph is None:
         sweep = _sequential_sweep
     else:
@@ -100,7 +106,7 @@ def iterated_conditional_modes(
         if not is_traced(t.neighbor_index):
             check_coloring(colors, t.neighbor_index, t.coupling)
         sweep = _chromatic_sweep([jnp.asarray(c) for c in color_classes(colors) if np.size(c)])
-    return _run(model, clamp(model, labels), int(max_sweeps), sweep)
+    return _run(model, start, int(max_sweeps), sweep)
 
 
 def _run(model, labels, max_sweeps, sweep):

@@ -58,11 +58,18 @@ from graphssl.inference.optimize.maxflow_results import (
 )
 from graphssl.models.mincut import (
     CutNetwork,
+    _check_binary,
     as_weight_matrix,
     cut_network,
     expansion_network,
     potts_energy,
     scale_unlabelled_edges,
+)
+from graphssl.validation import (
+    check_count,
+    check_label_codes,
+    check_same_length,
+    check_state_codes,
 )
 
 __all__ = [
@@ -86,6 +93,26 @@ __all__ = [
 
 METHODS = ("pymaxflow", "scipy", "networkx")
 _INT32_BUDGET = 2**30
+
+
+def _check_clamped(labels, observed, n: int, n_classes: int | None = None):
+    """``(labels int64[n], observed bool[n])``: ``observed`` (default ``labels >= 0``) has one
+    entry per node and every observed node a class ``0..C-1`` (below ``n_classes`` when
+    given); unobserved entries are ignored (read as ``-1``)."""
+    labels = np.asarray(labels)
+    check_same_length(n, np.atleast_1d(labels), "labels", against="the graph has {n} nodes")
+    observed = labels >= 0 if observed is None else np.asarray(observed, dtype=bool)
+    check_same_length(n, np.atleast_1d(observed), "observed",
+                      against="the graph has {n} nodes")
+    if np.issubdtype(labels.dtype, np.number):
+        bad = np.flatnonzero(observed & ~(labels >= 0))
+        if bad.size:
+            raise ValueError(f"labels: observed node {int(bad[0])} has label "
+                             f"{labels[bad[0]].item()!r}; give every observed node a class in "
+                             "0..C-1, or set observed to False there")
+    codes = check_label_codes(np.where(observed, labels, -1), n, n_classes=n_classes,
+                              name="labels", against="the graph has {n} nodes")
+    return codes, observed
 
 
 def _locality_order(net: CutNetwork) -> np.ndarray:
@@ -254,12 +281,20 @@ def alpha_expansion(
     Returns ``(labels int64[n], ExpansionInfo)``.
     """
     W = as_weight_matrix(graph)
-    labels = np.asarray(labels)
-    observed = labels >= 0 if observed is None else np.asarray(observed, dtype=bool)
+    n = W.shape[0]
+    if n_classes is not None:
+        n_classes = check_count(n_classes, "n_classes", least=1)
+    labels, observed = _check_clamped(labels, observed, n, n_classes)
+    if n_classes is None and not observed.any():
+        raise ValueError("n_classes: no node is observed, so the number of classes cannot be "
+                         "read from labels; pass n_classes or observe at least one node")
     W = scale_unlabelled_edges(W, observed, alpha)
     C = int(n_classes if n_classes is not None else labels[observed].max() + 1)
     f = np.where(observed, labels, 0) if init is None else np.asarray(init).copy()
-    f = np.where(observed, labels, f).astype(np.int64)
+    f = np.where(observed, labels, f)
+    if init is not None:
+        check_state_codes(f, n, C, "init", "start label")
+    f = f.astype(np.int64)
     energy = potts_energy(W, f, unary)
     moves, converged, sweeps = 0, False, 0
     while sweeps < max_sweeps:
@@ -301,8 +336,7 @@ def mincut_classify(graph, labels, observed=None, *, alpha=1.0, method="auto"):
     observed labels are {0, 1}, alpha-expansion otherwise (multi-class; Blum & Chawla is
     binary). Returns ``(labels, MincutInfo)``; ``degenerate_classes``: see
     :func:`degenerate_classes`."""
-    labels = np.asarray(labels)
-    observed = labels >= 0 if observed is None else np.asarray(observed, dtype=bool)
+    labels, observed = _check_clamped(labels, observed, np.size(labels))
     if np.all(np.isin(labels[observed], (0, 1))):
         out, result = mincut_labels(graph, labels, observed, alpha=alpha, method=method)
         energy, cut, expansion = result.cut_value, result.info, None
@@ -371,8 +405,8 @@ def iterative_relabelling(graph, labels, observed=None, *, seed, max_sweeps: int
     Stops at a local optimum (no improving flip). Returns ``(labels, RelabelInfo)``.
     """
     W = as_weight_matrix(graph)
-    labels = np.asarray(labels)
-    observed = labels >= 0 if observed is None else np.asarray(observed, dtype=bool)
+    labels, observed = _check_clamped(labels, observed, W.shape[0])
+    labels, observed = _check_binary(labels, observed, W.shape[0])
     rng = np.random.default_rng(seed)
     f = np.where(observed, labels, rng.integers(0, 2, labels.size)).astype(np.int64)
     sign = np.where(f == 1, 1.0, -1.0)

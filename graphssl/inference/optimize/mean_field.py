@@ -72,6 +72,7 @@ from graphssl.inference.optimize.mean_field_sweeps import (
     mean_field_fields,
 )
 from graphssl.models.protocol import pairwise_tables
+from graphssl.validation import check_same_length
 
 __all__ = [
     "HOST_MAX_NODES",
@@ -180,6 +181,7 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
     """
     options = MeanFieldOptions() if options is None else options
     _check_options(options)
+    _check_tables(unary, neighbor_index, clamped, clamp_labels)
     stages = _host_stages(options, unary, neighbor_index, colors, neighbor_weight, clamped,
                           clamp_labels, init_fields)
     if stages is not None:
@@ -229,6 +231,37 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
     solution = MeanFieldSolution(to_device(np.exp(log_phi)), to_device(log_phi), fields)
     converged = to_device(np.asarray(res) < np.asarray(tol))
     return solution, MeanFieldInfo(iterations=t, residual=res, converged=converged)
+
+
+def _check_tables(unary, neighbor_index, clamped, clamp_labels) -> None:
+    """On concrete arrays: every neighbour index is a node (``0..n-1``; a ``-1`` pad would
+    wrap to node n-1, and the host sequential engine's levels never settle on it) and every
+    clamped node's label a class (``0..q-1``; else its marginal row is all zero). Traced
+    arrays (``jax.jit``) are not checked."""
+    n, q = np.shape(unary)[0], np.shape(unary)[-1]
+    if _concrete(neighbor_index):
+        index = np.asarray(neighbor_index)
+        if np.ndim(index) != 2 or np.shape(index)[0] != n:
+            raise ValueError(f"neighbor_index: expected shape ({n}, d), one row per node of "
+                             f"unary, got {np.shape(index)}; build it with "
+                             "Graph.padded_neighbors()")
+        if index.size and (index.min() < 0 or index.max() >= n):
+            bad = index[(index < 0) | (index >= n)]
+            raise ValueError(f"neighbor_index: every entry must be a node in 0..{n - 1}, found "
+                             f"{bad[0].item()!r}; pad short rows with the node's own index "
+                             "(and weight 0), not -1")
+    if clamped is None or clamp_labels is None or not _concrete(clamped, clamp_labels):
+        return
+    labels = np.asarray(clamp_labels)
+    check_same_length(n, labels, "clamp_labels", against="unary has {n} rows")
+    held = np.asarray(clamped, bool)
+    check_same_length(n, held, "clamped", against="unary has {n} rows")
+    bad = held & ((labels < 0) | (labels >= q))
+    if bad.any():
+        node = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"clamp_labels: a clamped node needs a label in 0..{q - 1}; node "
+                         f"{node} has {labels[node].item()!r}; fix the label or leave the "
+                         "node unclamped (clamped[node] = False)")
 
 
 def _host_stages(options, unary, neighbor_index, colors, *arrays):
@@ -335,6 +368,11 @@ def naive_mean_field(model, init=None, options: MeanFieldOptions | None = None, 
     if isinstance(init, MeanFieldSolution):
         init = init.fields
     unary, index, weight = mean_field_tables(model, couplings)
+    if _concrete(unary, weight) and not (np.all(np.isfinite(np.asarray(unary)))
+                                         and np.all(np.isfinite(np.asarray(weight)))):
+        # the message of check_pairwise_tables (ICM, map_search)
+        raise ValueError("pairwise_tables: coupling and unary must be finite; remove NaN or "
+                         "inf from the model's field, weights and beta")
     return solve_mean_field(unary, index, weight, model.observed, model.labels, init, options,
                             colors)
 

@@ -129,7 +129,8 @@ def solve_gauss_seidel_host(unary, neighbor_index, neighbor_weight, clamped, cla
             if held.size:
                 change[held] = 0
                 phi_s[held] = onehot[block][held]
-            residual = max(residual, np.maximum.reduce(change, axis=None))
+            # np.maximum (not max): a NaN change makes the residual NaN, never converged
+            residual = np.maximum(residual, np.maximum.reduce(change, axis=None))
             phi[block] = phi_s
         sweeps += 1
     return fields[rank], np.int32(sweeps), np.asarray(residual, dtype)
