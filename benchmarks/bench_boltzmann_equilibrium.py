@@ -153,8 +153,11 @@ def one_split(data, split: int, args) -> dict:
     return record
 
 
-def run_sets(args) -> None:
-    path = RESULTS / f"bench_boltzmann_equilibrium_{args.tag}.json"
+def run_resumable(path: Path, args, fit_split, describe) -> None:
+    """For every set of ``args.sets`` and split below ``args.splits`` not yet in the JSON at
+    ``path``: ``fit_split(data, split)`` (warnings silenced), the record appended and the file
+    rewritten, then ``describe(record)`` printed: a rerun resumes. Shared by the Boltzmann
+    diagnoses (this script, ``bench_boltzmann_mean_field.py``)."""
     results = json.loads(path.read_text()) if path.exists() else {}
     root = args.data or os.environ.get("GRAPHSSL_DATA")
     if not root:
@@ -167,13 +170,19 @@ def run_sets(args) -> None:
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                record = one_split(data, split, args)
+                record = fit_split(data, split)
             results.setdefault(name, []).append(record)
             path.write_text(json.dumps(results, indent=1))
-            print(f"{name} split {split}: HF {record['hf']:.3f} default {record['default']:.3f}"
-                  f" at {record['default_point']}, equilibrium there "
-                  f"{record['equilibrium_at_default']:.3f}, best {record['best_decision']}"
-                  f" ({record['cpu_s']:.0f} CPU s)", flush=True)
+            print(f"{name} split {split}: {describe(record)}", flush=True)
+
+
+def run_sets(args) -> None:
+    run_resumable(
+        RESULTS / f"bench_boltzmann_equilibrium_{args.tag}.json", args,
+        lambda data, split: one_split(data, split, args),
+        lambda r: (f"HF {r['hf']:.3f} default {r['default']:.3f} at {r['default_point']}, "
+                   f"equilibrium there {r['equilibrium_at_default']:.3f}, best "
+                   f"{r['best_decision']} ({r['cpu_s']:.0f} CPU s)"))
 
 
 def table(tags) -> None:

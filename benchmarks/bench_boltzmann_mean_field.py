@@ -20,16 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_defaults import load_panel_set  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 OFFSETS = (-1.0, 0.0, 1.0)
@@ -80,27 +77,13 @@ def one_split(data, split: int) -> dict:
 
 
 def run_sets(args) -> None:
-    path = RESULTS / f"bench_boltzmann_mean_field_{args.tag}.json"
-    results = json.loads(path.read_text()) if path.exists() else {}
-    results["alpha0"] = ALPHAS.tolist()
-    root = args.data or os.environ.get("GRAPHSSL_DATA")
-    if not root:
-        raise SystemExit("give --data or GRAPHSSL_DATA: the folder of the shared data sets")
-    for name in args.sets:
-        data = load_panel_set(name, root, args.splits)
-        done = {r["split"] for r in results.get(name, [])}
-        for split in range(args.splits):
-            if split in done:
-                continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                record = one_split(data, split)
-            results.setdefault(name, []).append(record)
-            path.write_text(json.dumps(results, indent=1))
-            mf = record["mean_field_at_point"]
-            print(f"{name} split {split}: HF {record['hf']:.3f} default {record['default']:.3f}"
-                  f" mean field there {mf[0]:.3f} / {mf[1]:.3f} ({record['cpu_s']:.0f} CPU s)",
-                  flush=True)
+    from bench_boltzmann_equilibrium import run_resumable
+
+    run_resumable(
+        RESULTS / f"bench_boltzmann_mean_field_{args.tag}.json", args, one_split,
+        lambda r: (f"HF {r['hf']:.3f} default {r['default']:.3f} mean field there "
+                   f"{r['mean_field_at_point'][0]:.3f} / {r['mean_field_at_point'][1]:.3f} "
+                   f"({r['cpu_s']:.0f} CPU s)"))
 
 
 def table(tags) -> None:
