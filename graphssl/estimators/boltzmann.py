@@ -27,7 +27,7 @@ from graphssl.models.boltzmann import (
     pair_geometry,
     pair_sq_distances,
 )
-from graphssl.validation import check_class_mass_rule, is_whole
+from graphssl.validation import COUNT_MAX, check_class_mass_rule, check_real, is_whole
 
 __all__ = ["BoltzmannMRFClassifier", "weights_as_sq_distances"]
 
@@ -99,7 +99,9 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         around the data scale, for the extended model; the exponential prior of Eq. 83 with
         rate ``sigma_rate`` on ``[0, max d_ij]`` for the basic one), ``None`` (flat) or a
         prior object.
-      n_restarts, max_iter, step: the likelihood route's hill climbing (Sec. 3.1).
+      sigma_rate: that exponential prior's rate, a finite number > 0.
+      n_restarts, max_iter, step: the likelihood route's hill climbing (Sec. 3.1); ``step``
+        a finite number > 0.
       n_chains, n_samples, burn_in: chains of the posterior (and per gradient step of the
         likelihood route). ``n_samples`` defaults to 1500
         (:data:`~graphssl.inference.boltzmann.selection.POSTERIOR_DRAWS`; 300 before
@@ -283,6 +285,12 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             value = getattr(self, name)
             if not is_whole(value, least):
                 raise ValueError(f"{name}: must be an integer >= {least}, got {value!r}")
+            if value > COUNT_MAX:
+                raise ValueError(f"{name}: must be an integer <= {COUNT_MAX}, got {value!r}")
+        # the likelihood route's step and prior (checked whichever route runs: a typo shows)
+        check_real(self.step, "step", low=0.0, low_open=True)
+        check_real(self.sigma_rate, "sigma_rate", low=0.0, low_open=True)
+        _check_prior(self.prior)
         check_progress(self.progress)
         check_class_mass_rule(self.class_mass_normalize)
         self._grid_settings()  # checked before any work
@@ -298,6 +306,8 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
             raise ValueError("learning: the grid route samples its folds; use "
                              "method='swendsen_wang' or 'gibbs', or learning='likelihood'")
         if learning == "grid":  # the noise channel must be valid for this C
+            check_real(self.label_noise, "label_noise", low=0.0, high=1.0, low_open=True,
+                       high_open=True)
             bs.gamma_for_noise(float(self.label_noise), n_classes)
         pairs = self.pairs
         if pairs == "auto":
@@ -506,15 +516,22 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         if self.grid is None:
             return bs.GridSettings()
         if isinstance(self.grid, bs.GridSettings):
-            return self.grid
-        if isinstance(self.grid, dict):
+            settings = self.grid
+        elif isinstance(self.grid, dict):
             unknown = sorted(set(self.grid) - set(bs.GridSettings._fields))
             if unknown:
                 raise ValueError(f"grid: unknown field(s) {unknown}; GridSettings has "
                                  f"{list(bs.GridSettings._fields)}")
-            return bs.GridSettings()._replace(**self.grid)
-        raise ValueError("grid: give a graphssl.inference.boltzmann.selection.GridSettings, a "
-                         "dict of its fields to override, or None")
+            settings = bs.GridSettings()._replace(**self.grid)
+        else:
+            raise ValueError("grid: give a graphssl.inference.boltzmann.selection.GridSettings, "
+                             "a dict of its fields to override, or None")
+        offsets = settings.log_scale_offsets
+        if isinstance(offsets, str | bytes) or not np.iterable(offsets) or len(offsets) == 0:
+            raise ValueError(f"grid: log_scale_offsets is {offsets!r}; give at least one offset "
+                             "of the length scale from the data scale (default "
+                             f"{bs.GridSettings().log_scale_offsets})")
+        return settings
 
     def _report_ordered_phase(self, predicted, labels, n_classes) -> None:
         """``collapsed_classes_``: the classes that hold more of the unlabelled nodes than
@@ -657,6 +674,18 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.n_iter_ = int(info["iterations"])
         kwargs = {} if method == "enumeration" else {"key": k_post, "chains": self._chains()}
         return bl.posterior(problem, theta, method=method, decision=decision, **kwargs)
+
+
+def _check_prior(prior) -> None:
+    """``prior``: ``"default"``, None (flat) or an object with a ``log_prob`` method."""
+    if prior is None or (isinstance(prior, str) and prior == "default"):
+        return
+    if isinstance(prior, str) or not callable(getattr(prior, "log_prob", None)):
+        raise ValueError(
+            f"prior: use 'default' (ThetaPrior for the extended model, ExponentialSigmaPrior "
+            "with rate sigma_rate for the basic one), None (flat) or a prior object with a "
+            "log_prob method (graphssl.inference.boltzmann.learning.ThetaPrior or "
+            f"ExponentialSigmaPrior), got {prior!r}")
 
 
 def _neighbours(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -29,11 +29,42 @@ from graphssl.models.diffusion_mixture import (
     parzen_scores,
     with_graph_proportions,
 )
-from graphssl.validation import check_flag
+from graphssl.validation import check_count, check_flag, check_real
 
 __all__ = ["DiffusionMixtureClassifier", "DiffusionMixtureGridClassifier"]
 
 _COMBINE = ("average", "loo_average", "stacking", "parzen", "mixture", "psis_loo", "cpo")
+_GRID_EXAMPLE = {"k_grid": (5, 10, 20), "tau_grid": (1.0, 5.0, 10.0)}
+# alpha and gamma reach the samplers in float32: far larger values overflow it (alpha's
+# log-gamma table, gamma's MRF energy; 1e300 ended in "no state after burn-in")
+PARAMETER_MAX = 1e30
+# exp(-tau L / 2) is the stationary diffusion long before tau = 1e6 (a spectral gap of 1e-5
+# is already exp(-5)), while the Laplacian's rounding errors (about 1e-16 on its zero
+# eigenvalue) times tau stop being negligible beyond ~1e12 (tau = 1e20 broke the chains)
+TAU_MAX = 1e6
+
+
+def _check_tau(tau, name: str = "tau") -> float:
+    return check_real(tau, name, low=0.0, high=TAU_MAX)
+
+
+def _check_alpha_gamma(alpha, gamma) -> None:
+    """alpha in (0, 1e30]; gamma in [0, 1e30] unless ``"auto"`` (:func:`_gamma_option`)."""
+    check_real(alpha, "alpha", low=0.0, high=PARAMETER_MAX, low_open=True)
+    if not _gamma_option(gamma):
+        check_real(gamma, "gamma", low=0.0, high=PARAMETER_MAX)
+
+
+def _check_moves(moves) -> tuple[int, ...]:
+    """``moves``: 2 to 7 attempt counts (whole numbers >= 0; bools as 0 / 1), as a tuple."""
+    wanted = (f"moves: a tuple of 2 to {len(MOVES)} attempt counts per iteration "
+              f"({', '.join(MOVES)}), e.g. (1, 1, 0)")
+    if isinstance(moves, str | bytes) or not isinstance(moves, tuple | list | np.ndarray):
+        raise ValueError(f"{wanted}, got {moves!r}")
+    if not 2 <= len(moves) <= len(MOVES):
+        raise ValueError(f"{wanted}, got {len(moves)} entries: {moves!r}")
+    return tuple(int(m) if isinstance(m, bool | np.bool_)
+                 else check_count(m, f"moves[{i}]", least=0) for i, m in enumerate(moves))
 
 
 def _class_prior(class_prior, labels, n_classes, graph_ok: bool = False):
@@ -54,8 +85,8 @@ def _class_prior(class_prior, labels, n_classes, graph_ok: bool = False):
 
 
 def _gamma_option(gamma) -> bool:
-    """True for ``gamma="auto"`` (chosen from the data); a number is checked by the model
-    (:meth:`DirichletDiffusionMixture.create`)."""
+    """True for ``gamma="auto"`` (chosen from the data); a number is checked by
+    :func:`_check_alpha_gamma`."""
     if isinstance(gamma, str) and gamma != "auto":
         raise ValueError(f"gamma: use 'auto' or a number >= 0 (Walder's 0 or 0.8), got "
                          f"{gamma!r}")
@@ -80,9 +111,11 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
     panel, 12 sets, the local widths gained 1.7 points on average, COIL2-10 56.6 -> 65.8,
     COIL2-100 89.4 -> 94.9, USPS-100 81.8 -> 84.9, and lost on iris 93.6 -> 92.5 and wine
     94.8 -> 93.5):
-      tau: diffusion time of ``K_tau = exp(-tau L / 2)``.
-      alpha: Dirichlet concentration (Eq. 3).
-      gamma: MRF strength (Eq. 4): a number >= 0, or ``"auto"`` (default): Walder's two
+      tau: diffusion time of ``K_tau = exp(-tau L / 2)``, in [0, 1e6] (:data:`TAU_MAX`:
+        the stationary diffusion before it, the Laplacian's rounding errors matter beyond).
+      alpha: Dirichlet concentration (Eq. 3), in (0, 1e30] (:data:`PARAMETER_MAX`: the
+        chains run in float32).
+      gamma: MRF strength (Eq. 4): a number in [0, 1e30], or ``"auto"`` (default): Walder's two
         values, 0.8 (his best on Digit1 and Text; benchmarks/bench_diffusion_mixture.py,
         Digit1 with 10 labels: 0.932 against 0.634 at 0) and 0 (his best on USPS with 10
         labels), chosen by the mixture's own leave-one-out predictive of the labelled nodes
@@ -221,6 +254,35 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.pointwise_loo = pointwise_loo
         self.features = features
 
+    def _check_params(self) -> None:
+        """The numbers and flags, before any graph, model or chain (the run's counts: whole
+        numbers; tau up to :data:`TAU_MAX`, alpha and gamma up to :data:`PARAMETER_MAX`)."""
+        _check_tau(self.tau)
+        _check_alpha_gamma(self.alpha, self.gamma)
+        check_flag(self.balance, "balance")
+        check_flag(self.pointwise_loo, "pointwise_loo")
+        check_flag(self.class_mass_normalize, "class_mass_normalize")
+        check_count(self.n_chains, "n_chains", least=1)
+        if not (isinstance(self.n_iterations, str) and self.n_iterations == "auto"):
+            if isinstance(self.n_iterations, str):
+                raise ValueError(f"n_iterations: use 'auto' or a positive integer, got "
+                                 f"{self.n_iterations!r}")
+            check_count(self.n_iterations, "n_iterations", least=1)
+        if not (isinstance(self.burn_in, str) and self.burn_in == "auto"):
+            if isinstance(self.burn_in, str):
+                raise ValueError(f"burn_in: use 'auto' or an integer >= 0, got "
+                                 f"{self.burn_in!r}")
+            check_count(self.burn_in, "burn_in", least=0)
+        check_count(self.thin, "thin", least=1)
+        check_count(self.max_components, "max_components", least=1)
+        check_count(self.block_size, "block_size", least=1)
+        _check_moves(self.moves)
+        check_real(self.init_noise, "init_noise", low=0.0, high=1.0)
+
+    def _validate_graph_params(self, n: int) -> int:
+        self._check_params()  # fit(X, y): before the graph is built
+        return super()._validate_graph_params(n)
+
     def _eta(self, labels, n_classes, prior=None):
         """eta for ``create``: proportions, None (uniform) or ``"graph"`` (read from the
         model's Parzen window once it exists,
@@ -273,7 +335,7 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
     def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:
         if self.estimate not in ("mean", "map"):
             raise ValueError(f"estimate: got {self.estimate!r}; use 'mean' or 'map'")
-        check_flag(self.class_mass_normalize, "class_mass_normalize")
+        self._check_params()
         if self.engine not in ENGINES:
             raise ValueError(f"engine: got {self.engine!r}; use one of {ENGINES}")
         prior = self._fit_feature_prior(labels, n_classes)
@@ -284,7 +346,7 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.model_ = DirichletDiffusionMixture.create(
             graph, labels, n_classes, tau=self.tau, alpha=self.alpha,
             gamma=GAMMA_CANDIDATES[0] if choose_gamma else self.gamma,
-            class_prior=None if from_graph else eta, balance=self.balance,
+            class_prior=None if from_graph else eta, balance=bool(self.balance),
             laplacian_kind=self.laplacian_kind)
         if from_graph:
             self.model_ = with_graph_proportions(self.model_, labels)
@@ -292,7 +354,7 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         thin = min(int(self.thin), n_iterations)
         start = self._start(graph, labels, n_classes, prior)
         warm = start is not None
-        run = dict(max_components=self.max_components, moves=tuple(self.moves),
+        run = dict(max_components=int(self.max_components), moves=_check_moves(self.moves),
                    engine=self.engine, block_size=int(self.block_size))
         start_kwargs = dict(init_beta="self" if warm else "random", init_labels=start,
                             init_noise=float(self.init_noise) if warm else 0.0)
@@ -309,19 +371,19 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
             self.model_ = self.model_.replace(gamma=self.gamma_choice_.gamma)
         self.gamma_ = (self.gamma_choice_.gamma if self.gamma_choice_ is not None
                        else GAMMA_CANDIDATES[0] if choose_gamma else float(self.gamma))
-        if self.pointwise_loo and np.any(labels >= 0):
+        if bool(self.pointwise_loo) and np.any(labels >= 0):
             why = (f"each iteration re-draws the labels of {graph.n_nodes} nodes against "
                    f"{n_classes} classes x {graph.n_nodes} centre kernels (O(m^2 C)) in "
                    f"{self.n_chains} chains, {n_iterations} iterations; n_iterations or "
                    "n_chains shortens it")
             self.samples_, loo = mixture_leave_one_out(
                 self.model_, key, n_checkpoints=n_iterations // thin, every=thin,
-                burn_in=burn_in, n_chains=self.n_chains, progress=self.progress, why=why,
+                burn_in=burn_in, n_chains=int(self.n_chains), progress=self.progress, why=why,
                 **run, **start_kwargs)
             self.log_likelihood_ = loo.log_likelihood()
         else:
             self.samples_ = sample_mixture(
-                self.model_, key, n_chains=self.n_chains, n_iterations=n_iterations,
+                self.model_, key, n_chains=int(self.n_chains), n_iterations=n_iterations,
                 burn_in=burn_in, thin=thin, progress=self.progress is True, **run,
                 **start_kwargs)
         return self._summarise(n_classes)
@@ -355,7 +417,8 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
 
         check_is_fitted(self, "samples_")
         thin = int(self.samples_.thin)
-        if int(n_iterations) < thin:
+        n_iterations = check_count(n_iterations, "n_iterations", least=1)
+        if n_iterations < thin:
             raise ValueError(f"n_iterations: must be >= thin={thin}, got {n_iterations}")
         run = dict(max_components=self.max_components, moves=tuple(self.moves),
                    engine=self.engine, block_size=int(self.block_size))
@@ -478,7 +541,9 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
     59.1, breast_cancer 91.0 -> 93.1, wine 93.7 -> 93.9; iris 95.6 -> 93.9, Text-10 73.0
     -> 72.4, Digit1-10 94.6 -> 94.3.
 
-    Other parameters: alpha as :class:`DiffusionMixtureClassifier`; gamma a number >= 0
+    ``k_grid``: whole numbers >= 1 (each below the number of points); ``tau_grid``: numbers
+    in [0, 1e6] (:data:`TAU_MAX`). Other parameters: alpha as
+    :class:`DiffusionMixtureClassifier`; gamma a number in [0, 1e30]
     (default 0.8: every setting of the grid shares it); n_chains, burn_in; n_checkpoints x
     every iterations after burn-in (the leave-one-out predictive is read at each
     checkpoint); moves; random_state; progress (``"auto"``, True or False, as
@@ -524,6 +589,34 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
         self.moves = moves
         self.random_state = random_state
 
+    def _check_params(self) -> tuple[tuple, tuple]:
+        """The numbers and flags, before any graph or chain; returns ``(k_grid, tau_grid)``
+        as tuples of checked values."""
+        grids = []
+        for name, grid in (("k_grid", self.k_grid), ("tau_grid", self.tau_grid)):
+            if isinstance(grid, str | bytes) or not np.iterable(grid) or len(grid) == 0:
+                raise ValueError(f"{name}: give a non-empty tuple of values, e.g. "
+                                 f"{_GRID_EXAMPLE[name]}, got {grid!r}")
+            grids.append(grid)
+        k_grid = tuple(check_count(k, "k_grid", least=1) for k in grids[0])
+        tau_grid = tuple(_check_tau(tau, "tau_grid") for tau in grids[1])
+        if isinstance(self.gamma, str):
+            raise ValueError(f"gamma: DiffusionMixtureGridClassifier shares one number >= 0 "
+                             f"across the grid (default 0.8), got {self.gamma!r}; 'auto' is "
+                             "DiffusionMixtureClassifier's option")
+        _check_alpha_gamma(self.alpha, self.gamma)
+        check_flag(self.class_mass_normalize, "class_mass_normalize")
+        check_count(self.n_chains, "n_chains", least=1)
+        check_count(self.n_checkpoints, "n_checkpoints", least=1)
+        check_count(self.every, "every", least=1)
+        check_count(self.burn_in, "burn_in", least=0)
+        _check_moves(self.moves)
+        return k_grid, tau_grid
+
+    def _validate_graph_params(self, n: int) -> int:
+        self._check_params()  # fit(X, y): before the graph is built
+        return super()._validate_graph_params(n)
+
     def _label_distributions(self, graph, labels, n_classes) -> np.ndarray:
         from graphssl.inference.diffusion_mixture.selection import (
             DEFAULT_MIXTURE_CRITERION,
@@ -536,15 +629,15 @@ class DiffusionMixtureGridClassifier(GraphSSLClassifier):
                              "DiffusionMixtureClassifier().fit_graph(graph, y)")
         if self.combine not in _COMBINE:
             raise ValueError(f"combine: got {self.combine!r}; use one of {_COMBINE}")
-        check_flag(self.class_mass_normalize, "class_mass_normalize")
+        k_grid, tau_grid = self._check_params()
         check_progress(self.progress)
         self.grid_ = fit_grid(
-            self.X_fit_, labels, k_grid=tuple(self.k_grid), tau_grid=tuple(self.tau_grid),
+            self.X_fit_, labels, k_grid=k_grid, tau_grid=tau_grid,
             class_prior=_class_prior(self.class_prior, labels, n_classes, graph_ok=True),
             alpha=self.alpha,
             gamma=self.gamma, key=jax.random.PRNGKey(self._seed()),
             n_chains=int(self.n_chains), n_checkpoints=int(self.n_checkpoints),
-            every=int(self.every), burn_in=int(self.burn_in), moves=tuple(self.moves),
+            every=int(self.every), burn_in=int(self.burn_in), moves=_check_moves(self.moves),
             warn=_reads_psis(self.combine, DEFAULT_MIXTURE_CRITERION),
             progress=self.progress)
         self.scores_ = self.grid_.scores

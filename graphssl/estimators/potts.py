@@ -32,6 +32,7 @@ from graphssl.inference.optimize.mean_field import (
 )
 from graphssl.models.potts import PottsModel, default_k, reconnect_unreached
 from graphssl.models.potts_mode_probability import BETA_PRESETS, log_mode_probability, solve_beta
+from graphssl.validation import check_count, check_flag, check_real
 
 __all__ = ["PottsClassifier"]
 
@@ -62,8 +63,10 @@ class PottsClassifier(GraphSSLClassifier):
       beta: inverse temperature: ``"auto"`` (default), a positive number, ``"nmfA"`` or
         ``"nmfB"`` (Eq. 27 with gamma = (1+q)/(2q) or 1, solved at the labelled rate of
         ``y``); numbers above ``BETA_MAX = 1e8`` are the zero-temperature limit and are used
-        as 1e8 (a warning). ``"auto"``: the ``"nmfB"`` beta, unless its mean-field solution
-        shows the ordered phase -- some class wins a share of the unlabelled nodes above the
+        as 1e8 (a warning); a beta so small that every unlabelled marginal comes out
+        uniform (the infinite-temperature limit) is a warning too. ``"auto"``: the
+        ``"nmfB"`` beta, unless its mean-field solution shows the ordered phase -- some
+        class wins a share of the unlabelled nodes above the
         ``1 - 10^-3 / q`` quantile of its share's posterior ``Beta(n_c + 1, L - n_c + 1)``
         given the labelled counts -- and then the beta of ``beta_nmfB * 2^-j`` (j = 0..3)
         with the best 5-fold held-out accuracy on the labelled nodes, if it beats
@@ -80,12 +83,14 @@ class PottsClassifier(GraphSSLClassifier):
         ``order="auto"``: sequential (Gauss-Seidel, the node loop of Alg. 3.1) on CPU and,
         up to ``HOST_MAX_NODES`` (10^4) nodes, on any device; chromatic (Gauss-Seidel by
         colour classes, all nodes of a class at once) on accelerators above that;
-        ``"parallel"`` is the damped Jacobi update. The Gauss-Seidel orders run in NumPy up
+        ``"parallel"`` is the damped Jacobi update. ``damping`` in (0, 1], ``tol`` > 0,
+        ``max_iter`` a whole number >= 1. The Gauss-Seidel orders run in NumPy up
         to 10^4 nodes (the same sweep, level by level:
         :mod:`graphssl.inference.optimize.mean_field_host`): ``fit(X, y)`` then builds a
         host graph, starts no JAX back end and compiles nothing (measured faster in a new
         process); above that they are compiled.
-      n_chains, n_samples, burn_in, thin: MCMC options.
+      n_chains, n_samples, burn_in, thin: MCMC options (whole numbers; ``burn_in`` >= 0,
+        the others >= 1).
       random_state: None, an int or a ``numpy.random.Generator`` (seed of the chains).
       features: ``"auto"`` (default): when ``fit_graph(graph, y, X=features)`` gives node
         features (``fit(X, y)`` keeps the kNN-graph model), the model is the feature-unary
@@ -206,6 +211,20 @@ class PottsClassifier(GraphSSLClassifier):
         if self.order not in ("auto", "sequential", "parallel", "chromatic"):
             raise ValueError(f"order: got {self.order!r}; use 'auto', 'sequential', "
                              "'parallel' or 'chromatic'")
+        check_flag(self.clamp, "clamp")
+        # the mean-field options (every route starts from mean field), named as parameters
+        check_real(self.damping, "damping", low=0.0, high=1.0, low_open=True)
+        check_real(self.tol, "tol", low=0.0, low_open=True)
+        check_count(self.max_iter, "max_iter", least=1)
+        # the MCMC options, checked before any work (n_samples=0 would fail after sampling)
+        check_count(self.n_chains, "n_chains", least=1)
+        check_count(self.n_samples, "n_samples", least=1)
+        check_count(self.burn_in, "burn_in", least=0)
+        check_count(self.thin, "thin", least=1)
+
+    def _validate_graph_params(self, n: int) -> int:
+        self._check_params()  # fit(X, y): before the graph is built
+        return super()._validate_graph_params(n)
 
     def _resolve_beta(self, labels, n_classes) -> float:
         if isinstance(self.beta, str):
@@ -243,8 +262,11 @@ class PottsClassifier(GraphSSLClassifier):
             order = "sequential"  # engine "auto": in NumPy at this size (mean_field_host)
         elif order == "auto":
             order = "sequential" if jax.default_backend() == "cpu" else "chromatic"
-        return MeanFieldOptions(order=order, damping=float(self.damping), tol=float(self.tol),
-                                max_iter=int(self.max_iter))
+        return MeanFieldOptions(
+            order=order, damping=check_real(self.damping, "damping", low=0.0, high=1.0,
+                                            low_open=True),
+            tol=check_real(self.tol, "tol", low=0.0, low_open=True),
+            max_iter=check_count(self.max_iter, "max_iter", least=1))
 
     # ------------------------------------------------------------------ the fit
     def _label_distributions(self, graph, labels, n_classes):
@@ -264,7 +286,8 @@ class PottsClassifier(GraphSSLClassifier):
             # a row-normalised W (Eq. 9) is directed by design: the model's couplings are
             # (W + W^T) / 2, the directed W is kept for the paper's mean field (Eq. 16)
             return PottsModel.from_labels(coupling, fold_labels, n_classes, beta=beta,
-                                          clamp=bool(self.clamp), asymmetric="symmetrize")
+                                          clamp=check_flag(self.clamp, "clamp"),
+                                          asymmetric="symmetrize")
 
         model = build(labels, self.beta_)
         host = self._host_mean_field(graph.n_nodes)
@@ -274,6 +297,8 @@ class PottsClassifier(GraphSSLClassifier):
         if self.beta == "auto":
             model, solution, info, modes = self._check_ordered_phase(
                 build, labels, n_classes, model, solution, info, modes)
+        if not isinstance(self.beta, str):
+            _warn_if_uniform(solution.marginals, labels, self.beta_)
         self.model_ = model
         self.mean_field_, self.mean_field_info_ = solution, info
         self.n_iter_ = int(info.iterations)
@@ -412,3 +437,17 @@ def _with_modes(marginals: np.ndarray, modes: np.ndarray) -> np.ndarray:
     marginals = marginals.copy()
     marginals[rows] = np.eye(marginals.shape[1])[modes[rows]]
     return marginals
+
+
+def _warn_if_uniform(marginals, labels, beta: float) -> None:
+    """A warning when a user's ``beta`` is so small that every unlabelled node's mean-field
+    marginal is uniform (the infinite-temperature limit): the model is right, but the
+    predictions are ties, broken towards the first class."""
+    free = np.asarray(labels) < 0
+    phi = np.asarray(marginals, dtype=np.float64)[free]
+    if phi.size and float(np.max(phi.max(axis=1) - phi.min(axis=1))) < 1e-6:
+        warn_user(
+            f"beta: {beta:.3g} is so small that every unlabelled node's marginal is uniform "
+            "(the infinite-temperature limit): the labels carry no information and every "
+            "prediction is a tie, given to the first class; use a larger beta or "
+            "beta='auto'", UserWarning)
