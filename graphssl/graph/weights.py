@@ -44,7 +44,11 @@ def gaussian_weights(sq_dist, sigma):
     if not np.all(np.asarray(sigma) > 0):
         raise ValueError(f"sigma: the Gaussian width must be positive, got {sigma}")
     sigma = np.asarray(sigma, dtype=np.float64)
-    with np.errstate(over="ignore"):  # sigma near 1e+-160: d^2 / sigma / sigma, no 1/sigma^2
+    with np.errstate(over="ignore", under="ignore"):
+        width = 2.0 * sigma**2
+    if np.all(np.isfinite(width)) and np.all(width > 0):
+        return np.exp(-np.asarray(sq_dist) / width)
+    with np.errstate(over="ignore"):  # sigma near 1e+-160: d^2 / sigma / sigma, no sigma^2
         return np.exp(-0.5 * (np.asarray(sq_dist) / sigma) / sigma)
 
 
