@@ -275,12 +275,17 @@ def test_mincut3_needs_a_labelled_example():
     assert W.shape == (12, 12)
 
 
-def test_delta_rules_valid_inputs_unchanged():
-    from graphssl.models import mincut_delta, mincut_weights
-    from graphssl.models.mincut import delta_half, delta_weights, delta_zero, mincut3_weights
+def test_delta_rules_check_at_their_one_entry_point():
+    """graphssl.models.mincut re-exports the checked functions themselves: an import from
+    mincut_delta / mincut_weights is checked too (a triangle is refused there as well)."""
+    from graphssl.models import mincut, mincut_delta, mincut_weights
 
+    assert mincut.delta_zero is mincut_delta.delta_zero
+    assert mincut.delta_half is mincut_delta.delta_half
+    assert mincut.delta_weights is mincut_weights.delta_weights
+    assert mincut.mincut3_weights is mincut_weights.mincut3_weights
     D, labels, obs = _delta_data()
-    assert delta_zero(D, labels, obs) == mincut_delta.delta_zero(D, labels, obs)
-    assert delta_half(D) == mincut_delta.delta_half(D)
-    assert (delta_weights(D, 0.3) != mincut_weights.delta_weights(D, 0.3)).nnz == 0
-    assert (mincut3_weights(D, obs) != mincut_weights.mincut3_weights(D, obs)).nnz == 0
+    with pytest.raises(ValueError, match="not symmetric"):
+        mincut_delta.delta_zero(np.tril(D), labels, obs)
+    with pytest.raises(ValueError, match="not symmetric"):
+        mincut_weights.mincut3_weights(np.triu(D), obs)

@@ -31,26 +31,24 @@ The module is split in three (public names stay importable from here):
 from __future__ import annotations
 
 import dataclasses
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
-from graphssl.models import mincut_delta as _delta
-from graphssl.models import mincut_weights as _weights
-from graphssl.models.mincut_delta import delta_grid
+from graphssl.models.mincut_delta import delta_grid, delta_half, delta_zero
 from graphssl.models.mincut_weights import (
     averaging_knn_weights,
+    delta_weights,
     euclidean_distances,
     exponential_knn_weights,
     hamming_distances,
     information_gain,
     information_gain_distances,
     locally_weighted_average_weights,
+    mincut3_weights,
     nearest_neighbor_weights,
     neighbors_from_distances,
 )
-from graphssl.validation import check_same_length
 
 __all__ = [
     "CutNetwork",
@@ -79,90 +77,6 @@ __all__ = [
     "delta_grid",
     "exponential_knn_weights",
 ]
-
-
-# ------------------------------------------- checked distance-matrix rules (Sec. 5.1)
-
-# |D - D^T| up to this fraction of max |D| is rounding (distances computed row by row)
-_SYMMETRY_RTOL = 1e-9
-
-
-def _check_distances(distances, name: str = "distances") -> np.ndarray:
-    """``distances`` as a float64 ``n x n`` array: square, finite, ``>= 0`` and symmetric
-    (to ``_SYMMETRY_RTOL`` of its largest entry); ``ValueError`` naming ``name`` otherwise."""
-    if sp.issparse(distances):
-        raise ValueError(f"{name}: a dense n x n distance matrix is needed; pass "
-                         f"{name}.toarray()")
-    try:
-        D = np.asarray(distances, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name}: distances must be real numbers ({error})") from None
-    if D.ndim != 2 or D.shape[0] != D.shape[1]:
-        raise ValueError(f"{name}: expected a square n x n distance matrix, got shape "
-                         f"{D.shape}; compute it with euclidean_distances(X)")
-    if not np.all(np.isfinite(D)):
-        raise ValueError(f"{name}: {int(np.sum(~np.isfinite(D)))} entries are NaN or inf; "
-                         "impute or drop those points")
-    if D.size and D.min() < 0:
-        raise ValueError(f"{name}: distances must be >= 0, found {D.min():.6g}")
-    scale = float(D.max(initial=0.0))
-    if D.size and np.max(np.abs(D - D.T)) > _SYMMETRY_RTOL * scale:
-        raise ValueError(f"{name}: the matrix is not symmetric (d(x, y) != d(y, x)); pass the "
-                         f"full matrix (not a triangle), e.g. np.maximum({name}, {name}.T)")
-    return D
-
-
-def _check_observed(observed, n: int) -> np.ndarray:
-    observed = np.asarray(observed, dtype=bool)
-    check_same_length(n, np.atleast_1d(observed), "observed",
-                      against="distances has {n} rows")
-    return observed
-
-
-def delta_zero(distances, labels, observed) -> float:
-    """delta_0 (Sec. 5.1), :func:`graphssl.models.mincut_delta.delta_zero` on a checked
-    distance matrix (square, symmetric, finite, ``>= 0``) with ``labels`` and ``observed``
-    of one entry per point."""
-    D = _check_distances(distances)
-    n = D.shape[0]
-    check_same_length(n, np.atleast_1d(np.asarray(labels)), "labels",
-                      against="distances has {n} rows")
-    return _delta.delta_zero(D, labels, _check_observed(observed, n))
-
-
-def delta_half(distances, rule: str = "at_least") -> float:
-    """delta_1/2 (Sec. 5.1), :func:`graphssl.models.mincut_delta.delta_half` on a checked
-    distance matrix (square, symmetric, finite, ``>= 0``)."""
-    if rule not in ("at_least", "at_most"):
-        raise ValueError(f"rule: use 'at_least' or 'at_most', got {rule!r}")
-    return _delta.delta_half(_check_distances(distances), rule)
-
-
-def delta_weights(distances, delta: float) -> sp.csr_matrix:
-    """Mincut-delta (Sec. 5.1), :func:`graphssl.models.mincut_weights.delta_weights` on a
-    checked distance matrix; ``delta`` a real number, not NaN (``inf`` joins every pair)."""
-    D = _check_distances(distances)
-    if (isinstance(delta, bool | np.bool_) or not isinstance(delta, numbers.Real)
-            or np.isnan(delta)):
-        raise ValueError(f"delta: the radius must be a real number (not NaN), got {delta!r}")
-    return _weights.delta_weights(D, delta)
-
-
-def mincut3_weights(distances, observed, *, from_unlabelled_only: bool = False,
-                    tie_break=None, directed: bool = False,
-                    force_labelled: bool = True) -> sp.csr_matrix:
-    """Mincut-3 (Sec. 5.1), :func:`graphssl.models.mincut_weights.mincut3_weights` on a
-    checked distance matrix and ``observed`` mask; the nearest-labelled edge
-    (``force_labelled=True``) needs at least one labelled example."""
-    D = _check_distances(distances)
-    observed = _check_observed(observed, D.shape[0])
-    if force_labelled and not observed.any():
-        raise ValueError("observed: Mincut-3 needs at least one labelled example (each example "
-                         "is joined to its nearest labelled one); mark at least one observed "
-                         "point, or pass force_labelled=False")
-    return _weights.mincut3_weights(D, observed, from_unlabelled_only=from_unlabelled_only,
-                                    tie_break=tie_break, directed=directed,
-                                    force_labelled=force_labelled)
 
 
 # ----------------------------------------------------------------------------- the network

@@ -16,6 +16,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from graphssl.models.mincut_weights import _check_distances, _check_observed
+from graphssl.validation import check_same_length
+
 __all__ = ["delta_zero", "delta_half", "delta_grid"]
 
 
@@ -61,14 +64,17 @@ def delta_zero(distances, labels, observed) -> float:
     i.e. the bottleneck (minimax) path length between labelled examples of different
     classes: the MST edge that first joins two of them (L+ and L- when binary).
     """
+    D = _check_distances(distances)
     labels = np.asarray(labels)
-    observed = np.asarray(observed, dtype=bool)
+    check_same_length(D.shape[0], np.atleast_1d(labels), "labels",
+                      against="distances has {n} rows")
+    observed = _check_observed(observed, D.shape[0])
     label_of = {int(i): int(labels[i]) for i in np.flatnonzero(observed)}
 
     def mixed(comp):
         return len({label_of[i] for i in comp if i in label_of}) > 1
 
-    return _union_find_scan(np.asarray(distances, np.float64), mixed)
+    return _union_find_scan(D, mixed)
 
 
 def delta_half(distances, rule: str = "at_least") -> float:
@@ -83,7 +89,7 @@ def delta_half(distances, rule: str = "at_least") -> float:
     """
     if rule not in ("at_least", "at_most"):
         raise ValueError(f"rule: use 'at_least' or 'at_most', got {rule!r}")
-    D = np.asarray(distances, np.float64)
+    D = _check_distances(distances)
     half = (D.shape[0] + 1) // 2
     length = _union_find_scan(D, lambda comp: len(comp) >= half)
     return float(np.nextafter(length, np.inf)) if rule == "at_least" else float(length)

@@ -9,8 +9,12 @@ exponential kNN weights (Sec. 5.2). How delta is chosen lives in
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
+
+from graphssl.validation import check_same_length
 
 __all__ = [
     "euclidean_distances",
@@ -27,6 +31,42 @@ __all__ = [
 ]
 
 # ----------------------------------------------------------------------------- distances
+
+
+# |D - D^T| up to this fraction of max |D| is rounding (distances computed row by row)
+_SYMMETRY_RTOL = 1e-9
+
+
+def _check_distances(distances, name: str = "distances") -> np.ndarray:
+    """``distances`` as a float64 ``n x n`` array: square, finite, ``>= 0`` and symmetric
+    (to ``_SYMMETRY_RTOL`` of its largest entry); ``ValueError`` naming ``name`` otherwise."""
+    if sp.issparse(distances):
+        raise ValueError(f"{name}: a dense n x n distance matrix is needed; pass "
+                         f"{name}.toarray()")
+    try:
+        D = np.asarray(distances, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name}: distances must be real numbers ({error})") from None
+    if D.ndim != 2 or D.shape[0] != D.shape[1]:
+        raise ValueError(f"{name}: expected a square n x n distance matrix, got shape "
+                         f"{D.shape}; compute it with euclidean_distances(X)")
+    if not np.all(np.isfinite(D)):
+        raise ValueError(f"{name}: {int(np.sum(~np.isfinite(D)))} entries are NaN or inf; "
+                         "impute or drop those points")
+    if D.size and D.min() < 0:
+        raise ValueError(f"{name}: distances must be >= 0, found {D.min():.6g}")
+    scale = float(D.max(initial=0.0))
+    if D.size and np.max(np.abs(D - D.T)) > _SYMMETRY_RTOL * scale:
+        raise ValueError(f"{name}: the matrix is not symmetric (d(x, y) != d(y, x)); pass the "
+                         f"full matrix (not a triangle), e.g. np.maximum({name}, {name}.T)")
+    return D
+
+
+def _check_observed(observed, n: int) -> np.ndarray:
+    observed = np.asarray(observed, dtype=bool)
+    check_same_length(n, np.atleast_1d(observed), "observed",
+                      against="distances has {n} rows")
+    return observed
 
 
 def euclidean_distances(X) -> np.ndarray:
@@ -168,9 +208,13 @@ def mincut3_weights(distances, observed, *, from_unlabelled_only: bool = False,
     protocol variant, against the paper's text) joins each example to its three nearest
     overall, labelled or not, so components without a label can occur.
     """
-    D = np.array(distances, dtype=np.float64)
+    D = np.array(_check_distances(distances))  # a copy: its diagonal is overwritten
     n = D.shape[0]
-    observed = np.asarray(observed, dtype=bool)
+    observed = _check_observed(observed, n)
+    if force_labelled and not observed.any():
+        raise ValueError("observed: Mincut-3 needs at least one labelled example (each example "
+                         "is joined to its nearest labelled one); mark at least one observed "
+                         "point, or pass force_labelled=False")
     np.fill_diagonal(D, np.inf)
     order = np.arange(n) if tie_break is None else tie_break.permutation(n)
     Dp = D[:, order]  # columns in tie-break order: argmin / stable argsort pick the first
@@ -198,8 +242,12 @@ def mincut3_weights(distances, observed, *, from_unlabelled_only: bool = False,
 
 
 def delta_weights(distances, delta: float) -> sp.csr_matrix:
-    """Mincut-delta (Sec. 5.1): ``w(x, y) = 1`` when ``d(x, y) < delta``, else 0."""
-    D = np.asarray(distances)
+    """Mincut-delta (Sec. 5.1): ``w(x, y) = 1`` when ``d(x, y) < delta``, else 0 (``delta`` a
+    real number, not NaN; ``inf`` joins every pair)."""
+    D = _check_distances(distances)
+    if (isinstance(delta, bool | np.bool_) or not isinstance(delta, numbers.Real)
+            or np.isnan(delta)):
+        raise ValueError(f"delta: the radius must be a real number (not NaN), got {delta!r}")
     W = sp.csr_matrix((D < delta).astype(np.float64))
     W.setdiag(0)
     W.eliminate_zeros()
