@@ -191,17 +191,6 @@ def _run_folder(args, names: list[str]) -> pathlib.Path:
     return folder
 
 
-def _data_fingerprint(problem) -> str:
-    """:func:`graphssl.records.fingerprint` of what was read (features, labels, class names,
-    the given graph): a stored result is reused only for the same content, so a file edited
-    between two runs of one command (a relabelled row) is refitted, not answered from the
-    old results."""
-    from graphssl.records import fingerprint
-
-    return fingerprint(problem.X, problem.y, np.asarray(problem.classes, dtype=str),
-                       problem.graph)
-
-
 def _sigma(text: str):
     try:
         value = float(text)
@@ -315,10 +304,10 @@ def _run(args) -> int:
     config = {"dataset": problem.name, "n": problem.n_samples, "k": args.k,
               "sigma": args.sigma, "symmetrize": args.symmetrize, "graph": args.graph,
               "standardize": args.standardize, "label_rate": args.label_rate,
-              "seed": args.seed, "budget": [budget.target_rhat, budget.min_ess,
-                                            budget.max_doublings],
-              "splits": [np.asarray(s).tolist() for s in splits],
-              "data": _data_fingerprint(problem)}
+              "seed": args.seed,
+              # the data, budget and each split's indices are in every stored run's key
+              # already (graphssl.suite hashes them, graphssl.records.fingerprint)
+              "splits": [np.asarray(s).tolist() for s in splits]}
     models = {name: MODELS[name][0] for name in names}
     results = suite.compare_models(
         models, graph, problem.y, splits, out_dir=out, config=config, X=problem.X,
