@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -361,6 +362,60 @@ def test_graph_models_take_the_feature_model_as_prior():
     with pytest.raises(ValueError, match="prior_weight"):
         HarmonicFunctionClassifier(prior_weight=1.5).fit_graph(data.graph, labels,
                                                                X=data.features)
+
+
+@pytest.mark.parametrize("name", ["HarmonicFunctionClassifier", "LGCClassifier"])
+def test_the_feature_prior_route_reports_an_unfinished_cg_solve(planted, name, monkeypatch):
+    """With node features the graph models' solve went unreported: a CG solve cut off by its
+    maxiter gave unsolved rows without a word (the graph-only route warned). The final solve
+    now warns; the cross-validation's solves use the same cap."""
+    import graphssl.estimators as estimators
+    from graphssl.inference.mcmc.statistics import ConvergenceWarning
+    from graphssl.inference.optimize.baselines import solvers
+
+    data = citation_from_arrays(*planted)
+    labels = data.train_labels()
+    estimator = getattr(estimators, name)
+    exact = estimator(method="direct", prior_weight=0.3).fit_graph(data.graph, labels,
+                                                                   X=data.features)
+    monkeypatch.setattr(solvers, "default_maxiter", lambda n: 2)
+    with pytest.warns(ConvergenceWarning, match=r"'cg' solve stopped after 2 iterations .*tol="):
+        estimator(method="cg", tol=1e-12, prior_weight=0.3).fit_graph(data.graph, labels,
+                                                                      X=data.features)
+    monkeypatch.undo()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        solved = estimator(method="cg", tol=1e-10, prior_weight=0.3).fit_graph(
+            data.graph, labels, X=data.features)
+    np.testing.assert_allclose(solved.label_distributions_, exact.label_distributions_,
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["HarmonicFunctionClassifier", "LGCClassifier"])
+def test_the_feature_prior_route_redoes_a_broken_down_solve(planted, name, monkeypatch):
+    """A CG solve whose residual went NaN gave NaN rows, clipped to uniform-by-default rows,
+    silently; it is redone directly, with a warning for the final solve and quietly inside the
+    weight's cross-validation (whose choice is then the direct solves' choice)."""
+    import graphssl.estimators as estimators
+    from graphssl.inference.mcmc.statistics import ConvergenceWarning
+    from graphssl.inference.optimize.baselines import solvers
+
+    data = citation_from_arrays(*planted)
+    labels = data.train_labels()
+    estimator = getattr(estimators, name)
+    exact = estimator(method="direct").fit_graph(data.graph, labels, X=data.features)
+
+    def broken(A, B, inv_diag, tol, maxiter):
+        return np.full(np.shape(B), np.nan), 342, float("nan")
+
+    monkeypatch.setattr(solvers, "_jax_batched_pcg", broken)
+    with pytest.warns(ConvergenceWarning, match=r"'jax_cg' solve broke down .*'direct'"):
+        clf = estimator(method="jax_cg").fit_graph(data.graph, labels, X=data.features)
+    assert clf.prior_weight_ == exact.prior_weight_
+    np.testing.assert_allclose(clf.prior_weight_scores_, exact.prior_weight_scores_,
+                               rtol=1e-9)
+    np.testing.assert_allclose(clf.label_distributions_, exact.label_distributions_,
+                               atol=1e-12)
 
 
 def test_diffusion_pmfs_block_diagonal_on_components(planted):

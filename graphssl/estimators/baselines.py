@@ -22,7 +22,7 @@ from graphssl.inference.optimize.baselines import (
 from graphssl.inference.optimize.feature_prior import (
     DEFAULT_ETA_GRID,
     DEFAULT_RHO_GRID,
-    fit_harmonic_with_prior,
+    harmonic_with_prior,
     lgc_with_prior,
 )
 from graphssl.validation import check_class_mass_rule, check_count, check_flag, check_real
@@ -160,11 +160,15 @@ class HarmonicFunctionClassifier(FeaturePriorMixin, GraphSSLClassifier):
             f = _reported_solve(solve, self.method, tol, type(self).__name__)
             return self._class_mass_decision(f, graph, labels)
 
-        eta = self.prior_weight if isinstance(self.prior_weight, str) else float(
-            self.prior_weight)
-        f, self.prior_weight_, self.prior_weight_scores_ = fit_harmonic_with_prior(
-            graph, labels, prior, n_classes=n_classes, eta=eta, grid=DEFAULT_ETA_GRID,
-            method=self.method, tol=tol, normalize_graph=normalize_graph)
+        def solve_with_prior(known, h, eta, method=self.method, return_info=False):
+            return harmonic_with_prior(graph, known, h, eta, n_classes=n_classes, method=method,
+                                       tol=tol, normalize_graph=normalize_graph,
+                                       return_info=return_info)
+
+        eta = self._prior_weight(solve_with_prior, labels, prior, DEFAULT_ETA_GRID)
+        f = _reported_solve(
+            lambda method: solve_with_prior(labels, prior.probs, eta, method, True),
+            self.method, tol, type(self).__name__)
         return self._class_mass_decision(f, graph, labels, prior.probs[labels < 0].mean(axis=0))
 
     def _unreached_mask(self, graph, labels):
@@ -242,12 +246,14 @@ class LGCClassifier(FeaturePriorMixin, GraphSSLClassifier):
 
             return _reported_solve(solve_lgc, self.method, tol, type(self).__name__)
 
-        def solve(known, h, rho):
+        def solve_with_prior(known, h, rho, method=self.method, return_info=False):
             return lgc_with_prior(graph, known, h, rho, alpha=alpha, n_classes=n_classes,
-                                  method=self.method, tol=tol)
+                                  method=method, tol=tol, return_info=return_info)
 
-        rho = self._prior_weight(solve, labels, prior, DEFAULT_RHO_GRID)
-        return solve(labels, prior.probs, rho)
+        rho = self._prior_weight(solve_with_prior, labels, prior, DEFAULT_RHO_GRID)
+        return _reported_solve(
+            lambda method: solve_with_prior(labels, prior.probs, rho, method, True),
+            self.method, tol, type(self).__name__)
 
     def _unreached_mask(self, graph, labels):
         """With a feature prior every node is reached (its fit term pulls it toward ``h_i``)."""

@@ -42,6 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from graphssl.inference.optimize.baselines.common import (
+    SolveInfo,
     _adjacency,
     _is_symmetric,
     _normalized_adjacency,
@@ -120,9 +121,23 @@ def _labels_and_prior(labels, prior, n, n_classes):
     return labels, C, _check_prior(prior, n, C), np.flatnonzero(labels >= 0)
 
 
+def _solve_prior_system(A, rhs, method, tol, symmetric, return_info):
+    """``A X = rhs`` by ``_solve_spd``, and its :class:`SolveInfo` (converged when the
+    relative residual is within ``max(tol, 1e-6)``, the baselines' rule). Without
+    ``return_info`` a solve that broke down (non-finite residual: its rows are no solution; a
+    cross-validation's solves) is redone with ``method="direct"``; with it the caller sees the
+    record and decides (the estimators warn and redo it)."""
+    sol, iterations, residual, used = _solve_spd(A, rhs, method, tol, None, symmetric)
+    if not return_info and not np.isfinite(residual) and used != "direct":
+        sol, iterations, residual, used = _solve_spd(A, rhs, "direct", tol, None, symmetric)
+    info = SolveInfo(used, int(iterations), float(residual),
+                     bool(residual <= max(tol, 1e-6)), 0)
+    return sol, info
+
+
 def harmonic_with_prior(graph, labels, prior, eta: float, *, n_classes: int | None = None,
                         method: str = "auto", tol: float = 1e-8,
-                        normalize_graph: bool = False) -> np.ndarray:
+                        normalize_graph: bool = False, return_info: bool = False):
     """Harmonic function with a dongle per unlabelled node (Zhu, Ghahramani & Lafferty 2003,
     Sec. 5): ``f_U = (I - (1 - eta) P_UU)^-1 ((1 - eta) P_UL f_L + eta h_U)``.
 
@@ -134,8 +149,12 @@ def harmonic_with_prior(graph, labels, prior, eta: float, *, n_classes: int | No
       method, tol: the sparse SPD solve (``"auto"``: CG above 100 unknowns).
       normalize_graph: use ``S = D^-1/2 W D^-1/2`` as the weights (as
         :func:`~graphssl.inference.optimize.baselines.harmonic_function`).
+      return_info: also return the solve's
+        :class:`~graphssl.inference.optimize.baselines.SolveInfo` (without it, a CG solve that
+        broke down is redone directly).
 
-    Returns ``float64[n, C]``: labelled rows one-hot, unlabelled rows ``f_U`` (rows sum to 1).
+    Returns ``float64[n, C]``: labelled rows one-hot, unlabelled rows ``f_U`` (rows sum to 1);
+    and the ``SolveInfo`` when ``return_info``.
     """
     if not 0.0 < float(eta) <= 1.0:
         raise ValueError(f"eta: the dongle's transition probability must lie in (0, 1], got "
@@ -148,18 +167,20 @@ def harmonic_with_prior(graph, labels, prior, eta: float, *, n_classes: int | No
     f = h.copy()  # degree-0 unlabelled nodes: only their dongle, f = h
     f[lab] = np.eye(C)[labels[lab]]
     free = (labels < 0) & (degrees > 0)
+    info = SolveInfo("direct", 0, 0.0, True, 0)  # nothing to solve
     if free.any():
         W_free = W[free]
         A = (sp.diags(degrees[free]) - (1.0 - eta) * W_free[:, free]).tocsr()
         rhs = (1.0 - eta) * (W_free[:, lab] @ f[lab]) + eta * degrees[free, None] * h[free]
-        sol, _, _, _ = _solve_spd(A, rhs, method, tol, None, _is_symmetric(W))
-        f[free] = np.clip(sol, 0.0, None)
-    return f / np.maximum(f.sum(axis=1, keepdims=True), 1e-300)
+        sol, info = _solve_prior_system(A, rhs, method, tol, _is_symmetric(W), return_info)
+        f[free] = np.clip(np.nan_to_num(sol, nan=0.0), 0.0, None)
+    f = f / np.maximum(f.sum(axis=1, keepdims=True), 1e-300)
+    return (f, info) if return_info else f
 
 
 def lgc_with_prior(graph, labels, prior, rho: float, *, alpha: float = 0.99,
                    n_classes: int | None = None, method: str = "auto",
-                   tol: float = 1e-8) -> np.ndarray:
+                   tol: float = 1e-8, return_info: bool = False):
     """LGC (Zhou et al. 2004) whose fit term also pulls each unlabelled row toward its prior:
     the minimiser of
 
@@ -172,7 +193,9 @@ def lgc_with_prior(graph, labels, prior, rho: float, *, alpha: float = 0.99,
     ``(I - alpha S) F = (1 - alpha) Y``). Rows normalised. ``rho > 0`` is the prior's weight
     against a label: large ``rho`` returns ``h``, small ``rho`` lets the labels propagate.
     ``method``: as :func:`~graphssl.inference.optimize.baselines.lgc` (``"iterate"`` solves
-    the same linear system by ``"auto"``).
+    the same linear system by ``"auto"``). ``return_info``: also return the solve's
+    :class:`~graphssl.inference.optimize.baselines.SolveInfo`, as
+    :func:`harmonic_with_prior`.
     """
     if not 0.0 < float(alpha) < 1.0:
         raise ValueError(f"alpha: must lie in (0, 1), got {alpha}")
@@ -188,11 +211,12 @@ def lgc_with_prior(graph, labels, prior, rho: float, *, alpha: float = 0.99,
     c[lab] = 1.0
     S = _normalized_adjacency(W)
     A = (alpha * (sp.identity(n, format="csr") - S) + (1.0 - alpha) * sp.diags(c)).tocsr()
-    F, _, _, _ = _solve_spd(A, (1.0 - alpha) * c[:, None] * Y, method, tol, None,
-                            _is_symmetric(W))
-    F = np.clip(F, 0.0, None)
+    F, info = _solve_prior_system(A, (1.0 - alpha) * c[:, None] * Y, method, tol,
+                                  _is_symmetric(W), return_info)
+    F = np.clip(np.nan_to_num(F, nan=0.0), 0.0, None)
     total = F.sum(axis=1, keepdims=True)
-    return np.where(total > 0, F / np.maximum(total, 1e-300), 1.0 / C)
+    F = np.where(total > 0, F / np.maximum(total, 1e-300), 1.0 / C)
+    return (F, info) if return_info else F
 
 
 def choose_prior_weight(solve, labels, prior: FeaturePrior, grid):
