@@ -406,3 +406,22 @@ def test_host_solvers_never_start_the_jax_back_end():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert "backends 0" in out.stdout
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_a_duplicate_point_keeps_its_edge_in_the_graphs_storage_dtype(x64):
+    """``weight="distance"`` gives a duplicate weight 0, kept as the smallest positive
+    weight so that sparsity does not lose the edge; that floor was float64's (2.2e-308), an
+    explicit 0.0 once stored in a float32 graph (JAX's default): the edge was gone. The floor
+    is now the storage dtype's smallest normal number."""
+    X = np.repeat(np.random.default_rng(0).normal(size=(10, 2)), 2, axis=0)  # pairs
+    with jax.enable_x64(x64):
+        builders = [lambda: G.knn_graph(X, 3, weight="distance"),
+                    lambda: G.epsilon_graph(X, 0.5, weight="distance"),
+                    lambda: G.dense_graph(X, weight="distance")]
+        for build in builders:
+            W = build().to_scipy()
+            floor = np.finfo(W.dtype).tiny
+            assert W.dtype == (np.float64 if x64 else np.float32)
+            assert np.all(W.data >= floor), "an edge stored as an explicit 0"
+            assert all(W[2 * i, 2 * i + 1] == floor for i in range(10))  # the duplicates

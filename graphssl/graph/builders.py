@@ -4,6 +4,7 @@ weighted by a scheme of :mod:`graphssl.graph.weights`. Re-exported by
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import scipy.sparse as sp
 
@@ -15,6 +16,15 @@ from graphssl.neighbors import knn_search
 from graphssl.validation import check_features
 
 __all__ = ["knn_graph", "epsilon_graph", "dense_graph"]
+
+
+def _kept_as_edges(weights) -> np.ndarray:
+    """``weights`` with exact (or underflowed) zeros raised to the smallest normal number of
+    the graph's storage dtype (JAX's canonical float: float32 unless x64 is enabled), so that
+    sparsity keeps the edge: ``weight="distance"`` gives a duplicate point weight 0, and
+    float64's floor (2.2e-308) turned into an explicit 0.0 in a float32 graph."""
+    floor = float(np.finfo(jax.dtypes.canonicalize_dtype(np.float64)).tiny)
+    return np.maximum(weights, floor)
 
 
 def _check_duplicates(distances, on_duplicates):
@@ -98,8 +108,7 @@ def knn_graph(
     rows = np.repeat(np.arange(n), indices.shape[1])
     cols = indices.ravel()
     vals = _edge_weights(X, rows, cols, distances.ravel(), weight, sigma, t, distances)
-    # keep exact zeros as tiny positive weights so that sparsity does not lose the edge
-    vals = np.maximum(vals, np.finfo(np.float64).tiny).reshape(n, -1)
+    vals = _kept_as_edges(vals).reshape(n, -1)
     # CSR straight from the kNN table: each row's k columns sorted, no COO conversion
     order = np.argsort(indices, axis=1)
     directed = sp.csr_matrix(
@@ -131,7 +140,7 @@ def epsilon_graph(X, eps: float, *, weight: str = "gaussian", sigma=1.0, t: floa
     if sigma in (None, "kth_over_3"):
         raise ValueError("sigma: give a number or 'walder' for an epsilon graph")
     vals = _edge_weights(X, rows, cols, dist, weight, sigma, t)
-    return _from_coo(rows, cols, np.maximum(vals, np.finfo(np.float64).tiny), X.shape[0])
+    return _from_coo(rows, cols, _kept_as_edges(vals), X.shape[0])
 
 
 def dense_graph(X, *, weight: str = "gaussian", sigma=1.0, t: float = 1.0) -> Graph:
@@ -146,4 +155,4 @@ def dense_graph(X, *, weight: str = "gaussian", sigma=1.0, t: float = 1.0) -> Gr
     if sigma in (None, "kth_over_3"):
         raise ValueError("sigma: give a number or 'walder' for a dense graph")
     vals = _edge_weights(X, rows, cols, dist, weight, sigma, t)
-    return _from_coo(rows, cols, np.maximum(vals, np.finfo(np.float64).tiny), n)
+    return _from_coo(rows, cols, _kept_as_edges(vals), n)
