@@ -7,11 +7,11 @@ TypeErrors from strings and None); a CG solve that does not reach ``tol`` is rep
 
 from __future__ import annotations
 
-import re
-
 import jax
 import numpy as np
 import pytest
+from param_cases import bad_value_case as _case
+from param_cases import two_blobs
 
 import graphssl.inference.optimize.baselines.solvers as solvers
 from graphssl.estimators import (
@@ -29,21 +29,7 @@ NAN, INF = float("nan"), float("inf")
 
 @pytest.fixture(scope="module")
 def blobs():
-    rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal(0, 0.7, (30, 2)), rng.normal(4, 0.7, (30, 2))])
-    truth = np.repeat([0, 1], 30)
-    y = np.full(60, -1)
-    y[[0, 1, 2, 30, 31, 32]] = truth[[0, 1, 2, 30, 31, 32]]
-    return X, y, truth
-
-
-def _case(estimator, name, value, label=None, **extra):
-    """One bad value: the message must start with ``label`` (default ``name``) and show the
-    value given (``repr``), so that a message about some other value does not pass."""
-    label = name if label is None else label
-    pattern = rf"^{re.escape(label)}\b.*{re.escape(repr(value))}"
-    ident = f"{estimator.__name__}-{name}={value!r}"
-    return pytest.param(estimator, {**extra, name: value}, pattern, id=ident)
+    return two_blobs(30)
 
 
 BAD_TOL = (NAN, -1.0, INF, 1e300, 2.0, 0.0, "1e-5", None)

@@ -10,6 +10,8 @@ import re
 
 import numpy as np
 import pytest
+from param_cases import bad_value_case as _case
+from param_cases import two_blobs
 
 from graphssl.estimators import (
     BoltzmannMRFClassifier,
@@ -23,21 +25,8 @@ NAN, INF = float("nan"), float("inf")
 
 @pytest.fixture(scope="module")
 def blobs():
-    rng = np.random.default_rng(0)
-    X = np.vstack([rng.normal(0, 0.7, (15, 2)), rng.normal(4, 0.7, (15, 2))])
-    y = np.full(30, -1)
-    y[[0, 1, 2]] = 0
-    y[[15, 16, 17]] = 1
+    X, y, _ = two_blobs(15)
     return X, y
-
-
-def _case(estimator, name, value, label=None, **extra):
-    """One bad value: the message must start with ``label`` (default ``name``) and show the
-    value given (``repr``), so that a message about some other value does not pass."""
-    label = name if label is None else label
-    pattern = rf"^{re.escape(label)}\b.*{re.escape(repr(value))}"
-    ident = f"{estimator.__name__}-{name}={value!r}"
-    return pytest.param(estimator, {**extra, name: value}, pattern, id=ident)
 
 
 POTTS = [
