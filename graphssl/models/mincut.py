@@ -214,6 +214,21 @@ def _scale(W: sp.csr_matrix, observed, alpha: float) -> sp.csr_matrix:
     return W
 
 
+def _terminal_capacity(total: float, what: str = "graph") -> float:
+    """``M = 2 total + 1``, the "infinite" capacity of the clamped nodes' terminal arcs; a
+    ``ValueError`` naming ``what`` when it overflows float64 (weights near 1e308: the max-flow
+    back ends then return an infinite or no cut)."""
+    big = 2.0 * total + 1.0
+    if not np.isfinite(big):
+        raise ValueError(
+            f"{what}: the capacities sum to {total:.6g}, too large for a cut network in "
+            "float64 (its terminal capacity 2 x sum + 1 overflows); divide the weights (and "
+            "unary costs) by their largest value or by a power of two: the minimum cut does "
+            "not change"
+        )
+    return big
+
+
 def _upper_edges(W: sp.csr_matrix):
     rows = np.repeat(np.arange(W.shape[0], dtype=np.int64), np.diff(W.indptr))
     upper = rows < W.indices
@@ -239,8 +254,9 @@ def cut_network(graph, labels, observed=None, *, alpha: float = 1.0) -> CutNetwo
     labels, observed = _check_binary(labels, observed, n)
     W = _scale(W, observed, alpha)
     i, j, w = _upper_edges(W)
-    total = float(np.sum(w))
-    big = 2.0 * total + 1.0
+    with np.errstate(over="ignore"):  # an overflowing sum is named just below
+        total = float(np.sum(w))
+    big = _terminal_capacity(total)
     positive = observed & (labels == 1)
     negative = observed & (labels == 0)
     return CutNetwork(
@@ -274,7 +290,7 @@ def arc_network(arcs, labels, observed=None) -> CutNetwork:
     i, j = both.row[upper].astype(np.int64), both.col[upper].astype(np.int64)
     forward = np.asarray(A[i, j]).ravel()
     backward = np.asarray(A[j, i]).ravel()
-    big = 2.0 * float(A.sum()) + 1.0
+    big = _terminal_capacity(float(A.sum()), "arcs")
     return CutNetwork(
         n_nodes=n,
         senders=i,
@@ -322,8 +338,9 @@ def expansion_network(graph, labels, observed, alpha_label: int, unary=None) -> 
     source_cap = np.maximum(-switch_cost, 0.0)
     constant += float(np.sum(np.minimum(switch_cost, 0.0)))
     pair = b + c - a  # >= 0 by the triangle inequality; arc j -> i (cut when x_j=1, x_i=0)
-    total = float(np.sum(pair) + np.sum(sink_cap) + np.sum(source_cap))
-    big = 2.0 * total + 1.0
+    with np.errstate(over="ignore", invalid="ignore"):  # named by _terminal_capacity
+        total = float(np.sum(pair) + np.sum(sink_cap) + np.sum(source_cap))
+    big = _terminal_capacity(total, "graph" if unary is None else "graph, unary")
     frozen = observed & (f != alpha_label)
     constant += float(np.sum(source_cap[frozen]))  # a frozen node always pays its keep cost
     sink_cap = np.where(frozen, big, sink_cap)

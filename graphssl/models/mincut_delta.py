@@ -85,11 +85,17 @@ def delta_half(distances, rule: str = "at_least") -> float:
     exactly only by chance; ``rule="at_least"`` (default) takes the smallest delta whose
     largest component holds at least half (the next float above the merging MST edge),
     ``rule="at_most"`` the largest delta whose largest component holds less than half (the
-    merging edge itself, excluded by the strict ``<``).
+    merging edge itself, excluded by the strict ``<``). Needs at least 3 points (``ValueError``
+    otherwise: with 2, one point is already half).
     """
     if rule not in ("at_least", "at_most"):
         raise ValueError(f"rule: use 'at_least' or 'at_most', got {rule!r}")
     D = _check_distances(distances)
+    if D.shape[0] < 3:
+        raise ValueError(f"distances: delta_1/2 needs at least 3 points, got {D.shape[0]}: "
+                         "with 2 or fewer a single point already makes half, before any "
+                         "edge, so no radius is defined; choose delta directly "
+                         "(delta_weights(distances, delta))")
     half = (D.shape[0] + 1) // 2
     length = _union_find_scan(D, lambda comp: len(comp) >= half)
     return float(np.nextafter(length, np.inf)) if rule == "at_least" else float(length)

@@ -19,12 +19,15 @@ every sampler draws from).
 from __future__ import annotations
 
 import functools
+import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from graphssl.validation import COUNT_MAX, check_count
 
 __all__ = [
     "ExactResult",
@@ -71,8 +74,40 @@ def _free_nodes(model) -> np.ndarray:
     return np.flatnonzero(~observed).astype(np.int32)
 
 
-def _check_size(n_free: int, q: int, max_configurations: int) -> int:
+def _check_max_configurations(value) -> int:
+    """``max_configurations`` as an ``int``: a whole number ``>= 1`` (``1e8`` too), never
+    NaN, inf, a bool or a string (``float("inf")`` lifted the limit past what the indices
+    can count)."""
+    if isinstance(value, bool | np.bool_):
+        pass
+    elif isinstance(value, numbers.Integral) and value >= 1:
+        return int(value)
+    elif (isinstance(value, numbers.Real) and np.isfinite(float(value))
+          and float(value).is_integer() and value >= 1):
+        return int(value)
+    raise ValueError(f"max_configurations: a whole number >= 1 (a finite count of "
+                     f"configurations), got {value!r}")
+
+
+def _index_limit() -> int:
+    """The most configurations whose numbers JAX's default integers can hold: int32, or
+    int64 with ``jax_enable_x64``."""
+    return 2**63 - 1 if jax.config.jax_enable_x64 else 2**31 - 1
+
+
+def _check_size(n_free: int, q: int, max_configurations, limit: int | None = None) -> int:
+    max_configurations = _check_max_configurations(max_configurations)
     count = int(q) ** int(n_free)
+    limit = _index_limit() if limit is None else limit
+    if count > limit and count <= max_configurations:
+        raise ValueError(
+            f"max_configurations: enumeration needs q**n_free = {q}**{n_free} = {count} "
+            f"configurations, more than its {'int64' if limit > 2**31 else 'int32'} "
+            f"configuration indices can number (at most {limit} here); clamp more nodes or "
+            "use a smaller "
+            "graph (or, for enumerate_model, enable 64-bit indices with "
+            "jax.config.update('jax_enable_x64', True))"
+        )
     if count > max_configurations:
         raise ValueError(
             f"enumeration needs q**n_free = {q}**{n_free} = {count} configurations, more "
@@ -97,10 +132,13 @@ def _decode(index: jax.Array, base: jax.Array, free: jax.Array, q: int) -> jax.A
 
 
 def enumerate_configurations(model, max_configurations: int = 2**20) -> jax.Array:
-    """All ``q ** n_free`` consistent configurations as ``int32[M, n]`` (small models only)."""
+    """All ``q ** n_free`` consistent configurations as ``int32[M, n]`` (small models only;
+    ``M`` at most ``max_configurations`` and below 2^31: past that use :func:`enumerate_model`,
+    which streams them)."""
     free = _free_nodes(model)
     q = int(model.n_classes)
-    count = _check_size(free.size, q, max_configurations)
+    # every configuration is materialised: int32[M, n], so M stays below 2^31 even with x64
+    count = _check_size(free.size, q, max_configurations, limit=COUNT_MAX)
     base = _base_labels(model)
     return jax.vmap(lambda i: _decode(i, base, jnp.asarray(free), q))(jnp.arange(count))
 
@@ -124,20 +162,34 @@ def enumerate_model(
     Args:
       model: any discrete label model of the protocol (``energy``, ``observed``, ...).
       fn: optional ``labels int32[n] -> pytree of arrays``; its exact expectation is returned.
-      block_size: configurations evaluated together (one ``vmap``); the scan runs over
-        ``ceil(M / block_size)`` blocks.
-      max_configurations: refuse (``ValueError``) when ``q ** n_free`` exceeds this.
+      block_size: configurations evaluated together (one ``vmap``), a whole number >= 1;
+        the scan runs over ``ceil(M / block_size)`` blocks.
+      max_configurations: refuse (``ValueError``) when ``q ** n_free`` exceeds this (a
+        whole number; never more than the configurations the indices can number: 2^31 - 1,
+        or 2^63 - 1 with ``jax_enable_x64``).
+
+    An energy that is NaN or ``-inf`` on some configuration (float overflow at a huge beta)
+    gives a ``ValueError``: no log-sum-exp of it is finite.
     """
     free = _free_nodes(model)
     q = int(model.n_classes)
     if q < 1:
         raise ValueError(f"model.n_classes must be >= 1, got {q}")
-    if block_size < 1:
-        raise ValueError(f"block_size must be a positive integer, got {block_size}")
-    count = _check_size(free.size, q, max_configurations)
+    block_size = check_count(block_size, "block_size", least=1)
+    # the last block's indices run up to count + block_size - 2: they too must not wrap
+    count = _check_size(free.size, q, max_configurations,
+                        limit=_index_limit() - block_size + 1)
     block = int(min(block_size, count))
     n_blocks = -(-count // block)
-    result = _enumerate(model, fn, jnp.asarray(free), q, count, block, n_blocks)
+    result, bad_energy = _enumerate(model, fn, jnp.asarray(free), q, count, block, n_blocks)
+    if not isinstance(bad_energy, jax.core.Tracer) and bool(bad_energy):
+        raise ValueError(
+            "model: its energy is NaN or -inf on some configuration (float overflow: e.g. a "
+            f"{jnp.result_type(result.log_partition)} model at a beta so large that "
+            "beta * sum(W) exceeds the dtype's range), so log Z and the marginals cannot be "
+            "computed; lower beta or the weights, or build the model in float64 "
+            "(jax.config.update('jax_enable_x64', True))"
+        )
     return result._replace(n_configurations=count)
 
 
@@ -152,11 +204,14 @@ def _enumerate(model, fn, free, q, count, block, n_blocks):
     e_dtype = jnp.result_type(jax.eval_shape(model.energy, base).dtype, float)
 
     def body(carry, b):
-        m, s, marg, fsum, best_e, best_y = carry
+        m, s, marg, fsum, best_e, best_y, bad = carry
         idx = b * block + jnp.arange(block)
         valid = idx < count
         ys = decode(jnp.where(valid, idx, 0))
         es = energy(ys).astype(e_dtype)
+        # NaN or -inf (an overflowed energy) would make the log-sum-exp NaN; +inf is a
+        # configuration of probability 0
+        bad = bad | jnp.any(valid & (jnp.isnan(es) | (es == -jnp.inf)))
         logw = jnp.where(valid, -es, -jnp.inf)
         new_m = jnp.maximum(m, jnp.max(logw))
         scale = jnp.exp(m - new_m)
@@ -172,7 +227,7 @@ def _enumerate(model, fn, free, q, count, block, n_blocks):
         better = es_masked[k] < best_e
         best_e = jnp.where(better, es_masked[k], best_e)
         best_y = jnp.where(better, ys[k], best_y)
-        return (new_m, s * scale + jnp.sum(w), marg, fsum, best_e, best_y), None
+        return (new_m, s * scale + jnp.sum(w), marg, fsum, best_e, best_y, bad), None
 
     init = (
         jnp.asarray(-jnp.inf, e_dtype),
@@ -181,8 +236,10 @@ def _enumerate(model, fn, free, q, count, block, n_blocks):
         f_zero,
         jnp.asarray(jnp.inf, e_dtype),
         base,
+        jnp.asarray(False),
     )
-    (m, s, marg, fsum, best_e, best_y), _ = jax.lax.scan(body, init, jnp.arange(n_blocks))
+    (m, s, marg, fsum, best_e, best_y, bad), _ = jax.lax.scan(body, init,
+                                                              jnp.arange(n_blocks))
     expectation = None if fn is None else jax.tree_util.tree_map(lambda a: a / s, fsum)
     return ExactResult(
         log_partition=m + jnp.log(s),
@@ -191,7 +248,7 @@ def _enumerate(model, fn, free, q, count, block, n_blocks):
         map_energy=best_e,
         expectation=expectation,
         n_configurations=0,
-    )
+    ), bad
 
 
 def exact_log_partition(model, **kwargs) -> jax.Array:

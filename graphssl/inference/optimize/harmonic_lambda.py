@@ -227,9 +227,9 @@ def solve_lambda(
     """
     if not 0.0 <= alpha < 1.0:
         raise ValueError(f"alpha: must lie in [0, 1), got {alpha}")
-    F = np.asarray(f_labelled, dtype=np.float64)
+    A, B, F = _check_lambda_inputs(A, B, f_labelled)
     C = F.shape[1]
-    Bf = np.asarray(B) @ F
+    Bf = B @ F
     if alpha > 0 and (labelled_log_resp is None or lambda_em is None):
         raise ValueError("labelled_log_resp, lambda_em: both are needed when alpha > 0")
     y = F.argmax(1)
@@ -250,8 +250,35 @@ def solve_lambda(
     if alpha > 0:
         start, eps = _interpolate(fg, np.asarray(lambda_em, np.float64), start)
     Lam, it, resid = _projected_gradient(fg, start, project, tol=tol, max_iter=max_iter)
-    return Lam, LambdaInfo("simplex_pg", it, resid < 1e3 * tol, resid, fg(Lam)[0], n_clipped,
-                           eps)
+    # converged: the loop's own stopping test (resid < tol) was met, not max_iter
+    return Lam, LambdaInfo("simplex_pg", it, resid < tol, resid, fg(Lam)[0], n_clipped, eps)
+
+
+def _check_lambda_inputs(A, B, f_labelled):
+    """``(A [M, M], B [M, l], F [l, C])`` as float64 arrays: shapes that agree, finite
+    values, ``F`` one-hot rows of at least two classes; ``ValueError`` naming the argument
+    otherwise."""
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    F = np.asarray(f_labelled, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A: expected the square block tilde Delta_UU [M, M], got shape "
+                         f"{A.shape}; build it with split_backbone")
+    if B.ndim != 2 or B.shape[0] != A.shape[0]:
+        raise ValueError(f"B: expected tilde Delta_UL [M, l] with M = {A.shape[0]} rows (as A), "
+                         f"got shape {B.shape}; build it with split_backbone")
+    if F.ndim != 2 or F.shape[0] != B.shape[1]:
+        raise ValueError(f"f_labelled: expected one-hot labels [l, C] with l = {B.shape[1]} "
+                         f"rows (B's columns), got shape {F.shape}; one-hot encode integer "
+                         "labels y with np.eye(C)[y]")
+    if F.shape[1] < 2:
+        raise ValueError(f"f_labelled: need at least 2 classes (columns), got {F.shape[1]}; "
+                         "with one class lambda is 1 everywhere and needs no solve")
+    for name, value in (("A", A), ("B", B), ("f_labelled", F)):
+        if not np.all(np.isfinite(value)):
+            raise ValueError(f"{name}: {int(np.sum(~np.isfinite(value)))} entries are NaN or "
+                             "inf; the backbone Laplacian and labels must be finite")
+    return A, B, F
 
 
 def _simplex_resid(Lam, g):

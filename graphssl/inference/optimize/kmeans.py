@@ -10,6 +10,9 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from graphssl.validation import check_count
 
 __all__ = ["kmeans", "kmeans_assign"]
 
@@ -66,8 +69,44 @@ def kmeans(X, n_clusters: int, key, *, n_iter: int = 50, batch_size: int = 8192)
 
     Empty clusters keep their previous centre. Used to initialise the mixtures (Sec. 4.2)
     and as the hard-clustering backbone of Sec. 3.3.
+
+    Args:
+      X: float[n, D], n >= 1 points, finite (NaN would put every point in cluster 0).
+      n_clusters: M >= 1.
+      key: a JAX random key (``jax.random.key(seed)`` or ``jax.random.PRNGKey(seed)``).
+      n_iter, batch_size: Lloyd iterations (>= 0) and rows per assignment batch (>= 1).
     """
+    _check_points(X)
+    n_clusters = check_count(n_clusters, "n_clusters", least=1)
+    n_iter = check_count(n_iter, "n_iter", least=0)
+    batch_size = check_count(batch_size, "batch_size", least=1)
+    _check_key(key)
     return _kmeans(X, key, n_clusters, n_iter, batch_size)
+
+
+def _check_points(X) -> None:
+    """``X`` is ``[n, D]`` with ``n >= 1``; concrete values must be finite (a traced ``X``,
+    inside ``jax.jit``, is checked for its shape only)."""
+    shape = np.shape(X)
+    if len(shape) != 2 or shape[0] == 0:
+        raise ValueError(f"X: expected points float[n, D] with n >= 1, got shape {shape}; "
+                         "reshape one feature with X.reshape(-1, 1)")
+    if not isinstance(X, jax.core.Tracer):
+        finite = np.isfinite(np.asarray(X)).all(axis=1)
+        if not finite.all():
+            rows = np.flatnonzero(~finite)
+            raise ValueError(f"X: {rows.size} rows contain NaN or inf (first: "
+                             f"{rows[:5].tolist()}); impute or drop them")
+
+
+def _check_key(key) -> None:
+    """A JAX random key: a typed key array or a legacy ``uint32[2]`` ``PRNGKey``."""
+    dtype = getattr(key, "dtype", None)
+    if dtype is not None and (jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+                              or (np.dtype(dtype) == np.uint32 and np.shape(key) == (2,))):
+        return
+    raise ValueError(f"key: a JAX random key, e.g. jax.random.key(0), got {key!r}; "
+                     "wrap an integer seed with jax.random.key(seed)")
 
 
 @partial(jax.jit, static_argnums=(2, 3, 4))

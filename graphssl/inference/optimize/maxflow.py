@@ -167,15 +167,22 @@ def _scipy(net: CutNetwork):
     finite.append(net.sink_capacity[net.sink_capacity < big])
     total = float(sum(np.sum(a) for a in finite))
     n_arcs = int(sum(np.count_nonzero(a) for a in finite))
-    # a power of two: dyadic weights (integers, halves, ...) scale exactly, ties stay ties
-    scale = 2.0 ** np.floor(np.log2(_INT32_BUDGET / total)) if total > 0 else 1.0
+    # a power of two 2^k: dyadic weights (integers, halves, ...) scale exactly, ties stay
+    # ties; ldexp keeps it exact where 2^k itself leaves float64 (subnormal weights, total
+    # below 2^-993: k > 1023)
+    k = _scale_exponent(total)
+    with np.errstate(over="ignore"):
+        scale = float(np.ldexp(1.0, k))  # inf past 2^1023 (reported only)
 
     def q(a):
-        return np.rint(np.asarray(a, np.float64) * scale).astype(np.int64)
+        return np.rint(np.ldexp(np.asarray(a, np.float64), k)).astype(np.int64)
 
     cap, rcap = q(net.capacities), q(net.reverse_capacities)
-    src = np.where(net.source_capacity >= big, -1, q(net.source_capacity))
-    snk = np.where(net.sink_capacity >= big, -1, q(net.sink_capacity))
+    held_src, held_snk = net.source_capacity >= big, net.sink_capacity >= big
+    # the terminal arcs of clamped nodes (M) get m_int below; they are not scaled (M 2^k
+    # may leave int64, or float64 when k > 1023)
+    src = np.where(held_src, -1, q(np.where(held_src, 0.0, net.source_capacity)))
+    snk = np.where(held_snk, -1, q(np.where(held_snk, 0.0, net.sink_capacity)))
     m_int = int(cap.sum() + rcap.sum() + src[src > 0].sum() + snk[snk > 0].sum()) + 1
     if m_int >= 2**31:
         raise ValueError("network: too many arcs for int32 max-flow; use method='pymaxflow'")
@@ -197,8 +204,21 @@ def _scipy(net: CutNetwork):
     reach = csgraph.breadth_first_order(residual, s, directed=True, return_predecessors=False)
     side = np.zeros(n + 2, dtype=bool)
     side[reach] = True
-    info = {"scale": scale, "rounding_bound": n_arcs / scale}
-    return side[:n], float(result.flow_value) / scale, info
+    info = {"scale": scale, "rounding_bound": float(np.ldexp(float(n_arcs), -k))}
+    return side[:n], float(np.ldexp(float(result.flow_value), -k)), info
+
+
+def _scale_exponent(total: float) -> int:
+    """``k`` with ``2^k`` the largest power of two ``<= 2^30 / total`` (0 when total is 0):
+    the scipy back end's int32 scaling, computed from exponents where ``2^30 / total``
+    overflows float64."""
+    if not total > 0:
+        return 0
+    ratio = _INT32_BUDGET / total
+    if np.isfinite(ratio):
+        return int(np.floor(np.log2(ratio)))
+    mantissa, exponent = np.frexp(total)  # total = mantissa 2^exponent, mantissa in [0.5, 1)
+    return 30 - int(exponent) + (1 if mantissa == 0.5 else 0)
 
 
 def _networkx(net: CutNetwork):
@@ -290,12 +310,18 @@ def alpha_expansion(
                          "read from labels; pass n_classes or observe at least one node")
     W = scale_unlabelled_edges(W, observed, alpha)
     C = int(n_classes if n_classes is not None else labels[observed].max() + 1)
+    unary = _check_unary(unary, n, C)
     f = np.where(observed, labels, 0) if init is None else np.asarray(init).copy()
     f = np.where(observed, labels, f)
     if init is not None:
         check_state_codes(f, n, C, "init", "start label")
     f = f.astype(np.int64)
     energy = potts_energy(W, f, unary)
+    # a move must lower the energy by more than rounding: 1e-12 of |energy|, at least of
+    # the problem's scale (1 for weights of order 1 or more; tiny weights, 1e-300, keep their
+    # own scale, else no move was ever accepted)
+    size = float(W.sum()) + (float(np.abs(unary).sum()) if unary is not None else 0.0)
+    floor = min(1.0, size) if size > 0 else 1.0
     moves, converged, sweeps = 0, False, 0
     while sweeps < max_sweeps:
         sweeps += 1
@@ -304,12 +330,30 @@ def alpha_expansion(
             result = minimum_cut(expansion_network(W, f, observed, a, unary), method)
             candidate = np.where(result.source_side, a, f)
             new = potts_energy(W, candidate, unary)
-            if new < energy - 1e-12 * max(abs(energy), 1.0):
+            if new < energy - 1e-12 * max(abs(energy), floor):
                 f, energy, improved, moves = candidate, new, True, moves + 1
         if not improved:
             converged = True
             break
     return f, ExpansionInfo(energy, sweeps, moves, converged)
+
+
+def _check_unary(unary, n: int, n_classes: int):
+    """``unary`` costs as float64 ``[n, C]`` (None stays None): finite, one row per node and
+    one column per class; a NaN cost made every move's energy NaN, so none was accepted and
+    the start came back as "converged"."""
+    if unary is None:
+        return None
+    unary = np.asarray(unary, dtype=np.float64)
+    if unary.ndim != 2 or unary.shape[0] != n or unary.shape[1] < n_classes:
+        raise ValueError(f"unary: expected costs float[{n}, {n_classes}] (one row per node, "
+                         f"one column per class), got shape {unary.shape}")
+    if not np.all(np.isfinite(unary)):
+        rows = np.flatnonzero(~np.all(np.isfinite(unary), axis=1))
+        raise ValueError(f"unary: {rows.size} rows hold NaN or inf costs (first: node "
+                         f"{int(rows[0])}); give finite costs (a large finite cost forbids a "
+                         "class)")
+    return unary
 
 
 def degenerate_classes(labels, observed, out, *, ratio: float = 0.1) -> np.ndarray:
@@ -358,6 +402,9 @@ def mincut_map(model, init=None, options=None):
     observed = np.asarray(model.observed, dtype=bool)
     labels = np.where(observed, np.asarray(model.labels), -1)
     unary = -float(model.beta) * np.asarray(model.field, dtype=np.float64)
+    if not np.all(np.isfinite(unary)):
+        raise ValueError("model.field: beta * field must be finite (found NaN or inf); remove "
+                         "NaN or inf from the model's field and beta, or lower beta")
     unary = unary - unary.min(axis=1, keepdims=True)
     f, info = alpha_expansion(
         W,

@@ -17,8 +17,9 @@ class CutInfo(NamedTuple):
     single-threaded, so this is the time on an idle core). Per back end, None elsewhere:
     ``reordered`` (pymaxflow): nodes renumbered in reverse Cuthill-McKee order;
     ``scale`` (scipy): the power of two the capacities were multiplied by before rounding to
-    int32; ``rounding_bound`` (scipy): how far the returned cut may exceed the true minimum,
-    in the capacities' units (``m / scale``, m = number of finite arcs)."""
+    int32 (inf where it exceeds float64: capacities summing below about 1e-299, scaled
+    exactly all the same); ``rounding_bound`` (scipy): how far the returned cut may exceed
+    the true minimum, in the capacities' units (``m / scale``, m = number of finite arcs)."""
 
     method: str
     seconds: float

@@ -72,7 +72,7 @@ from graphssl.inference.optimize.mean_field_sweeps import (
     mean_field_fields,
 )
 from graphssl.models.protocol import pairwise_tables
-from graphssl.validation import check_same_length
+from graphssl.validation import check_count, check_real, check_same_length
 
 __all__ = [
     "HOST_MAX_NODES",
@@ -143,15 +143,21 @@ class MeanFieldSolution(NamedTuple):
     fields: jax.Array
 
 
+def _scalar_value(value):
+    """A concrete 0-d NumPy / JAX array as its Python number (other values as given), so
+    that :func:`check_real` reads ``np.float32(1e-3)`` and ``jnp.asarray(0.5)`` alike."""
+    if isinstance(value, np.ndarray | jax.Array) and np.ndim(value) == 0 and _concrete(value):
+        return value.item()
+    return value
+
+
 def _check_options(options: MeanFieldOptions) -> None:
     if options.order not in ORDERS:
         raise ValueError(f"options.order must be one of {ORDERS}, got {options.order!r}")
-    if not (0.0 < float(options.damping) <= 1.0):
-        raise ValueError(f"options.damping must lie in (0, 1], got {options.damping!r}")
-    if not float(options.tol) > 0.0:
-        raise ValueError(f"options.tol must be positive, got {options.tol!r}")
-    if int(options.max_iter) < 1:
-        raise ValueError(f"options.max_iter must be >= 1, got {options.max_iter!r}")
+    check_real(_scalar_value(options.damping), "options.damping", low=0.0, high=1.0,
+               low_open=True)
+    check_real(_scalar_value(options.tol), "options.tol", low=0.0, low_open=True)
+    check_count(_scalar_value(options.max_iter), "options.max_iter", least=1)
     if options.engine not in ENGINES:
         raise ValueError(f"options.engine must be one of {ENGINES}, got {options.engine!r}")
     if options.engine == "host" and options.order == "parallel":
@@ -175,7 +181,9 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
       init_fields: ``h^(0)`` [n, q]; default zeros (Alg. 3.1: uniform ``Phi^(0)``).
       options: :class:`MeanFieldOptions`.
       colors: ``int[n]`` colouring for ``order="chromatic"`` (default: computed by
-        :func:`mean_field_coloring`); ignored by the other orders.
+        :func:`mean_field_coloring`); ignored by the other orders. Inside ``jax.jit`` it
+        must be concrete (a NumPy array closed over, not a jit argument), and it is then
+        not checked against the traced neighbour table.
     Returns:
       ``(MeanFieldSolution, MeanFieldInfo)``.
     """
@@ -207,6 +215,10 @@ def solve_mean_field(unary, neighbor_index, neighbor_weight, clamped=None, clamp
     arrays = (unary, neighbor_index, neighbor_weight, clamped, clamp_onehot, fields0)
     rank = None
     if options.reorder:
+        if not _concrete(neighbor_index):
+            raise ValueError("options.reorder: True renumbers the nodes on the host and needs a "
+                             "concrete neighbour table, not one traced inside jax.jit; set "
+                             "reorder=False under jit, or solve outside jit")
         arrays, rank = _renumber(arrays, locality_order(neighbor_index))
     tol = to_device(options.tol, dtype)
     if options.order == "parallel":
@@ -357,7 +369,8 @@ def naive_mean_field(model, init=None, options: MeanFieldOptions | None = None, 
       options: :class:`MeanFieldOptions` (default: parallel, damping 0.5, tol 1e-3,
         max_iter 10^4).
       colors: node colouring reused by ``order="chromatic"`` (see
-        :func:`mean_field_coloring`); None computes it.
+        :func:`mean_field_coloring`); None computes it (not possible inside ``jax.jit``:
+        there compute it outside and close over it).
       couplings: ``"directed"`` (default: the directed W where the model kept one, the
         paper's Eq. 16) or ``"symmetric"`` (the couplings of the sampling law).
     Returns:
@@ -405,6 +418,8 @@ def mean_field_labels(solution: MeanFieldSolution, unary=None, *, rtol: float | 
     Returns:
       int32[n].
     """
+    if rtol is not None and not isinstance(rtol, jax.core.Tracer):
+        check_real(_scalar_value(rtol), "rtol", low=0.0)  # < 0 or NaN: every class "tied"
     if _concrete(solution.fields, solution.log_marginals, unary):
         return alike(_labels_host(np.asarray(solution.fields),
                                   np.asarray(solution.log_marginals), unary, rtol),

@@ -204,22 +204,38 @@ def _renumber(arrays, perm):
     rank[perm] = np.arange(perm.size, dtype=perm.dtype)
     take = jnp.asarray(perm)
     arrays = tuple(a[take] for a in arrays)
-    return (arrays[0], jnp.asarray(rank[np.asarray(arrays[1])], jnp.int32), *arrays[2:]), rank
+    if isinstance(arrays[1], jax.core.Tracer):  # a traced table (jit): remap on the device
+        index = jnp.asarray(rank, jnp.int32)[arrays[1]]
+    else:
+        index = jnp.asarray(rank[np.asarray(arrays[1])], jnp.int32)
+    return (arrays[0], index, *arrays[2:]), rank
 
 
 def _color_ranges(neighbor_index, colors, n):
     """``(perm, bounds)``: nodes sorted by colour (ascending index within a colour) and the
-    class boundaries ``bounds[c]:bounds[c + 1]`` in that order; the colouring is checked."""
+    class boundaries ``bounds[c]:bounds[c + 1]`` in that order; the colouring is checked
+    (against a concrete ``neighbor_index``; a traced one, inside ``jax.jit``, is not read:
+    the colours, which fix the compiled sweep's shape, must then be concrete)."""
+    traced = isinstance(neighbor_index, jax.core.Tracer)
+    if isinstance(colors, jax.core.Tracer) or (colors is None and traced):
+        raise ValueError("colors: order='chromatic' inside jax.jit needs a concrete colouring "
+                         "(it fixes the shape of the compiled sweep); compute colors = "
+                         "mean_field_coloring(model.neighbor_index) outside jit and close "
+                         "over it as a NumPy array (not a jit argument)")
     colors = mean_field_coloring(neighbor_index) if colors is None else np.asarray(colors)
     if colors.shape != (n,):
         raise ValueError(f"colors: expected one colour per node, shape ({n},), "
                          f"got {colors.shape}")
-    index = np.asarray(neighbor_index)
-    rows = np.repeat(np.arange(n), index.shape[1])
-    cols = index.reshape(-1)
-    if np.any((colors[rows] == colors[cols]) & (rows != cols)):
-        raise ValueError("colors: two neighbours share a colour; pass a proper colouring "
-                         "(mean_field_coloring(neighbor_index)) or None")
+    if not np.issubdtype(colors.dtype, np.integer) or (colors.size and colors.min() < 0):
+        raise ValueError(f"colors: expected integer colours >= 0 (dtype {colors.dtype}); pass "
+                         "mean_field_coloring(neighbor_index) or None")
+    if not traced:
+        index = np.asarray(neighbor_index)
+        rows = np.repeat(np.arange(n), index.shape[1])
+        cols = index.reshape(-1)
+        if np.any((colors[rows] == colors[cols]) & (rows != cols)):
+            raise ValueError("colors: two neighbours share a colour; pass a proper colouring "
+                             "(mean_field_coloring(neighbor_index)) or None")
     perm = np.argsort(colors, kind="stable")
     counts = np.bincount(colors)
     bounds = tuple(int(b) for b in np.concatenate([[0], np.cumsum(counts[counts > 0])]))

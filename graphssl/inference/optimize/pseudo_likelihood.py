@@ -106,16 +106,27 @@ def fit_pseudo_likelihood(unary, messages, labels, *, prior_precision: float = 1
     if messages.ndim == 2:
         messages = messages[None]
     labels = np.asarray(labels)
+    if unary.ndim != 2:
+        raise ValueError(f"unary: expected the labelled rows' log-probabilities float[m, C], "
+                         f"got shape {unary.shape}")
     m, C = unary.shape
     if messages.shape[1:] != (m, C) or labels.shape != (m,):
         raise ValueError(f"messages: expected shape (K, {m}, {C}) and labels ({m},); got "
                          f"{messages.shape} and {labels.shape}")
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels: integer classes in 0..{C - 1} (labelled rows only), got "
+                         f"dtype {labels.dtype}; encode them with "
+                         "graphssl.validation.encode_labels")
     if np.any(labels < 0) or np.any(labels >= C):
         raise ValueError(f"labels: values must lie in 0..{C - 1} (labelled rows only)")
     if not np.isfinite(prior_precision) or prior_precision < 0:
         raise ValueError(f"prior_precision: must be >= 0, got {prior_precision}")
     n_params = 1 + messages.shape[0]
     theta0 = np.ones(n_params) if init is None else np.asarray(init, dtype=np.float64)
+    if theta0.shape != (n_params,) or not np.all(np.isfinite(theta0)):
+        raise ValueError(f"init: a finite starting theta = (alpha, beta_1..beta_K) of shape "
+                         f"({n_params},) for K = {n_params - 1} graphs, got shape "
+                         f"{theta0.shape}; pass one value per parameter, or None")
     args = (jnp.asarray(unary), jnp.asarray(messages), jnp.asarray(labels),
             jnp.asarray(float(prior_precision)))
 
