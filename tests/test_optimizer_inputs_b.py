@@ -368,3 +368,22 @@ def test_delta_half_three_points_unchanged():
     D = np.abs(np.subtract.outer(np.array([0.0, 1.0, 3.0]), np.array([0.0, 1.0, 3.0])))
     assert delta_half(D, "at_most") == 1.0
     assert delta_half(D) == np.nextafter(1.0, np.inf)
+
+
+def test_mincut_classify_refuses_a_graph_without_nodes_or_labels():
+    """No observed node returned all 0 without a word (every labelling costs 0), and a
+    0-node graph failed inside the max-flow extension."""
+    W = sp.csr_matrix(np.ones((4, 4)) - np.eye(4))
+    with pytest.raises(ValueError, match=r"^labels: no node is observed"):
+        mincut_classify(W, np.full(4, -1))
+    with pytest.raises(ValueError, match=r"^graph: has no nodes"):
+        mincut_classify(sp.csr_matrix((0, 0)), np.zeros(0, dtype=int))
+    assert np.array_equal(mincut_classify(W, np.array([0, -1, 1, -1]))[0], [0, 0, 1, 0])
+
+
+def test_class_folds_names_a_fold_count_below_one():
+    from graphssl.inference.optimize.potts_beta import class_folds
+
+    with pytest.raises(ValueError, match=r"^n_folds: .*got 0"):
+        class_folds(np.array([0, 1, 0, 1]), 0)
+    assert sorted(class_folds(np.array([0, 1, 0, 1]), 2)) == [0, 0, 1, 1]

@@ -381,6 +381,11 @@ def mincut_classify(graph, labels, observed=None, *, alpha=1.0, method="auto"):
     binary). Returns ``(labels, MincutInfo)``; ``degenerate_classes``: see
     :func:`degenerate_classes`."""
     labels, observed = _check_clamped(labels, observed, np.size(labels))
+    if labels.size == 0:
+        raise ValueError("graph: has no nodes; give a graph with at least one node")
+    if not observed.any():
+        raise ValueError("labels: no node is observed, so no cut separates classes (every "
+                         "labelling costs 0); observe at least one node of each class")
     if np.all(np.isin(labels[observed], (0, 1))):
         out, result = mincut_labels(graph, labels, observed, alpha=alpha, method=method)
         energy, cut, expansion = result.cut_value, result.info, None

@@ -37,6 +37,7 @@ import numpy as np
 
 from graphssl.inference.optimize.mean_field import mean_field_labels, naive_mean_field
 from graphssl.inference.ordered_phase import collapsed_classes, plausible_share_limits
+from graphssl.validation import check_count
 
 __all__ = ["BetaCrossValidation", "BetaSelection", "collapsed_classes", "class_folds",
            "cross_validated_beta", "plausible_share_limits", "BETA_FACTORS"]
@@ -76,6 +77,7 @@ def class_folds(labels, n_folds: int, seed: int = 0) -> np.ndarray:
     dealt round-robin in a random order from a random first fold, so every fold gets about
     ``1 / n_folds`` of each class."""
     labels = np.asarray(labels)
+    n_folds = check_count(n_folds, "n_folds", least=1)
     rng = np.random.default_rng(seed)
     fold = np.full(labels.size, -1)
     for c in np.unique(labels[labels >= 0]):
