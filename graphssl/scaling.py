@@ -68,14 +68,45 @@ class FeatureScaling:
         return (np.asarray(X, dtype=np.float64) - self.center) / self.scale
 
 
-def _column_std(X) -> tuple[np.ndarray, np.ndarray]:
-    """``(mean, std)`` per column, dense or sparse (population variance)."""
+def _plain_column_std(X) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, std)`` per column, dense or sparse (population variance), as computed."""
     if sp.issparse(X):
         mean = np.asarray(X.mean(axis=0)).ravel()
         second = np.asarray(X.multiply(X).mean(axis=0)).ravel()
         return mean, np.sqrt(np.maximum(second - mean**2, 0.0))
     X = np.asarray(X, dtype=np.float64)
     return X.mean(axis=0), X.std(axis=0)
+
+
+def _column_magnitude(X) -> np.ndarray:
+    """Each column's largest ``|x|`` (1 for an all-zero column)."""
+    if sp.issparse(X):
+        top = np.asarray(abs(X).max(axis=0).todense()).ravel()
+    else:
+        top = np.max(np.abs(np.asarray(X, dtype=np.float64)), axis=0, initial=0.0)
+    return np.where(top > 0, top, 1.0)
+
+
+def _column_std(X) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, std)`` per column, dense or sparse (population variance). Where the squares
+    would overflow (magnitudes past ~1e154: the std came out inf) or lose digits to
+    underflow (below ~1e-154: 0, or subnormal, for a varying column) -- any column past
+    1e140 or below 1e-140 -- it is divided by its largest ``|x|`` first and the result
+    scaled back; other columns are computed plainly, as before."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        mean, std = _plain_column_std(X)
+    magnitude = _column_magnitude(X)
+    # squares of |x| past 1e140 or below 1e-140 near float64's ends (1e308; subnormal
+    # below 2e-308, with fewer digits)
+    suspect = ~np.isfinite(std) | ~np.isfinite(mean) | (magnitude > 1e140) | (
+        magnitude < 1e-140)
+    if suspect.any():
+        scaled = X @ sp.diags(1.0 / magnitude) if sp.issparse(X) else (
+            np.asarray(X, dtype=np.float64) / magnitude)
+        scaled_mean, scaled_std = _plain_column_std(scaled)
+        mean = np.where(suspect, scaled_mean * magnitude, mean)
+        std = np.where(suspect, scaled_std * magnitude, std)
+    return mean, std
 
 
 def _spread_ratio(std: np.ndarray) -> float:
@@ -94,9 +125,14 @@ def _offset_ratio(X, mean: np.ndarray, std: np.ndarray) -> float:
     components) keep about ``7 - 2 log10(ratio)`` digits of a typical squared distance."""
     if sp.issparse(X):
         return 0.0
-    spread = float(np.sqrt(np.sum(std**2)))
-    offset = float(np.sqrt(np.sum(mean**2)))
+    spread, offset = _norm(std), _norm(mean)
     return offset / spread if spread > 0 else 0.0
+
+
+def _norm(v: np.ndarray) -> float:
+    """Euclidean norm without overflow or underflow of the squares (scaled by max |v|)."""
+    top = float(np.max(np.abs(v), initial=0.0))
+    return top * float(np.sqrt(np.sum((v / top) ** 2))) if top > 0 else 0.0
 
 
 def _one_unit_sparse(X) -> bool:
@@ -122,6 +158,11 @@ def fit_feature_scaling(X, standardize="auto", *, name: str = "standardize") -> 
         raise ValueError(f"{name}: use 'auto', True or False, got {standardize!r}")
     if standardize is False or standardize is np.False_:
         return FeatureScaling(False, None, None, f"{name}=False")
+    values = X.data if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"X: {int(np.sum(~np.isfinite(values)))} entries are NaN or inf; "
+                         "impute or drop them before fitting (e.g. "
+                         "sklearn.impute.SimpleImputer)")
     mean, std = _column_std(X)
     ratio = _spread_ratio(std)
     if isinstance(standardize, str):

@@ -113,3 +113,28 @@ def test_duplicates_and_sparse_node_features_still_fit():
     clf = PottsClassifier().fit_graph(clf.graph_, labels2, X=sp.csr_matrix(np.abs(X2)))
     assert clf.transduction_.shape == (70,)
     assert clf.scaling_.applied and not clf.scaling_.center.any()  # sparse: scaled, not centred
+
+
+@pytest.mark.parametrize("magnitude", [1e-200, 1e-160, 1.0, 1e160, 1e200])
+def test_the_auto_rule_reads_the_spreads_at_any_magnitude(magnitude):
+    """At 1e160 the squares overflowed: every std was inf, the ratio read 1 and the rule
+    said the spreads were alike (columns 77x apart); below ~1e-154 they underflowed to 0
+    and every column looked constant. The rule's verdict, the centre and the scale are now
+    the same at every magnitude, in units of it."""
+    X = np.random.default_rng(0).normal(size=(50, 3)) * np.array([1.0, 1.0, 100.0])
+    reference = fit_feature_scaling(X)
+    scaling = fit_feature_scaling(X * magnitude)
+    assert scaling.applied and scaling.reason == reference.reason
+    np.testing.assert_allclose(scaling.scale / magnitude, reference.scale, rtol=1e-12)
+    np.testing.assert_allclose(scaling.center / magnitude, reference.center, rtol=1e-12,
+                               atol=1e-14)
+    if magnitude == 1.0:  # ordinary data: computed exactly as before
+        np.testing.assert_array_equal(scaling.scale, X.std(axis=0))
+        np.testing.assert_array_equal(scaling.center, X.mean(axis=0))
+
+
+def test_features_with_nan_are_refused_by_name():
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match=r"^X: 1 entries are NaN or inf"):
+        fit_feature_scaling(X)
