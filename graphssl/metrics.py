@@ -44,6 +44,8 @@ def evaluation_mask(n: int, labeled_idx=None) -> np.ndarray:
     idx = np.asarray(labeled_idx)
     if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
         raise ValueError("labeled_idx must be a 1-D integer array (one split row) or None")
+    if idx.size == 0:  # an empty split row (np.asarray([]) is float): score every point
+        return mask
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise ValueError(f"labeled_idx must lie in [0, {n}); got {idx.min()}..{idx.max()}")
     mask[idx] = False
@@ -97,6 +99,18 @@ def adjusted_mutual_info(y_true, y_pred, labeled_idx=None) -> float:
     return float(adjusted_mutual_info_score(t, p))
 
 
+def _class_count(t, p, n_classes) -> int:
+    """C: ``n_classes``, or (None) ``max(y_true, y_pred) + 1``; labels reaching it are
+    refused."""
+    top = int(max(t.max(), p.max()))
+    if n_classes is None:
+        return top + 1
+    if top >= n_classes:
+        raise ValueError(f"n_classes: labels reach {top} but n_classes = {n_classes}; pass "
+                         "the number of classes")
+    return int(n_classes)
+
+
 def confusion_matrix(y_true, y_pred, n_classes=None, labeled_idx=None, *, normalize=None):
     """``C[i, j]`` = number of evaluated points of true class ``i`` predicted as ``j``.
 
@@ -108,11 +122,7 @@ def confusion_matrix(y_true, y_pred, n_classes=None, labeled_idx=None, *, normal
             diagonal), ``"pred"`` (columns sum to 1) or ``"all"``.
     """
     t, p = _pair(y_true, y_pred, labeled_idx)
-    if n_classes is None:
-        n_classes = int(max(t.max(), p.max())) + 1
-    if int(max(t.max(), p.max())) >= n_classes:
-        raise ValueError(f"labels reach {max(t.max(), p.max())} but n_classes = {n_classes}; "
-                         "pass the number of classes")
+    n_classes = _class_count(t, p, n_classes)
     keep = p >= 0
     counts = np.zeros((n_classes, n_classes), dtype=np.int64)
     np.add.at(counts, (t[keep], p[keep]), 1)
@@ -129,7 +139,7 @@ def confusion_matrix(y_true, y_pred, n_classes=None, labeled_idx=None, *, normal
 def per_class_accuracy(y_true, y_pred, n_classes=None, labeled_idx=None) -> np.ndarray:
     """Recall of each true class, ``float[C]`` (NaN for a class with no evaluated point)."""
     t, p = _pair(y_true, y_pred, labeled_idx)
-    n_classes = int(max(t.max(), p.max())) + 1 if n_classes is None else n_classes
+    n_classes = _class_count(t, p, n_classes)
     hits = np.bincount(t[t == p], minlength=n_classes).astype(float)
     sizes = np.bincount(t, minlength=n_classes).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -163,6 +173,10 @@ def reliability_table(y_true, proba, n_bins: int = 10, labeled_idx=None) -> dict
     P = _probabilities(proba, t.size)
     mask = evaluation_mask(t.size, labeled_idx)
     t, P = t[mask], P[mask]
+    if t.size and (t.min() < 0 or t.max() >= P.shape[1]):
+        raise ValueError(f"y_true: labels {int(t.min())}..{int(t.max())} on the evaluated "
+                         f"points, but proba has {P.shape[1]} class columns; give one column "
+                         "per class 0..C-1 (and no -1 among the evaluated points)")
     conf, pred = P.max(axis=1), P.argmax(axis=1)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     which = np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, n_bins - 1)

@@ -168,3 +168,27 @@ def test_hand_written_metrics_equal_scikit_learn():
         M.per_class_accuracy(truth, pred, 5),
         sk.recall_score(truth, pred, labels=labels, average=None, zero_division=np.nan),
         rtol=1e-12)
+
+
+def test_an_empty_split_row_scores_every_point():
+    """``labeled_idx=[]`` (an empty split row; ``np.asarray([])`` is float) gave a bare
+    IndexError."""
+    t, p = np.array([0, 1, 2, 1]), np.array([0, 2, 2, 1])
+    assert M.accuracy(t, p, labeled_idx=[]) == M.accuracy(t, p) == 0.75
+
+
+def test_per_class_accuracy_refuses_labels_past_n_classes_like_confusion_matrix():
+    """``n_classes=2`` with labels reaching 2 returned three recalls."""
+    t, p = np.array([0, 1, 2, 1, 0, 2]), np.array([0, 2, 2, 1, 0, 0])
+    for metric in (M.per_class_accuracy, M.confusion_matrix):
+        with pytest.raises(ValueError, match=r"^n_classes: labels reach 2 but n_classes = 2"):
+            metric(t, p, n_classes=2)
+    np.testing.assert_allclose(M.per_class_accuracy(t, p, n_classes=3), [1, 0.5, 0.5])
+
+
+def test_calibration_refuses_proba_with_fewer_columns_than_the_classes():
+    """Three classes scored against two probability columns returned an ECE of 0.17."""
+    t = np.array([0, 1, 2, 1, 0, 2])
+    with pytest.raises(ValueError, match=r"^y_true: labels 0..2 .* 2 class columns"):
+        M.expected_calibration_error(t, np.full((6, 2), 0.5))
+    assert M.expected_calibration_error(t, np.full((6, 3), 1 / 3)) >= 0
