@@ -201,8 +201,15 @@ def _jones_plassmann(indptr, nbrs, degree, seed):
 
 
 def color_classes(colors: np.ndarray) -> list[np.ndarray]:
-    """Node indices of each colour, ``[int32[n_c] for c in colours]`` (sorted)."""
+    """Node indices of each colour, ``[int32[n_c] for c in colours]`` (sorted); an empty
+    colouring (a graph without nodes) has no classes."""
     colors = np.asarray(colors)
+    if colors.ndim != 1 or (colors.size and (not np.issubdtype(colors.dtype, np.integer)
+                                             or colors.min() < 0)):
+        raise ValueError(f"colors: expected one integer colour >= 0 per node, int[n], got "
+                         f"dtype {colors.dtype} and shape {colors.shape}")
+    if colors.size == 0:
+        return []
     return [np.flatnonzero(colors == c).astype(np.int32) for c in range(int(colors.max()) + 1)]
 
 

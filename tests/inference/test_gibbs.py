@@ -216,3 +216,16 @@ def test_sequential_order_must_visit_every_node_once(models):
             sample_chains(sequential_gibbs(order), model, jax.random.key(0), n_samples=2)
     with pytest.raises(ValueError, match="order: a 1-D array of node indices"):
         sequential_gibbs(np.full(n, 0.5))
+
+
+def test_color_classes_of_an_empty_or_malformed_colouring():
+    """An empty colouring (a graph without nodes) failed on ``colors.max()`` of nothing;
+    negative or fractional colours are named."""
+    from graphssl.inference.coloring import color_classes
+
+    assert color_classes(np.zeros(0, dtype=int)) == []
+    for bad in (np.array([0, -1]), np.array([0.0, 1.5]), np.zeros((2, 2), int)):
+        with pytest.raises(ValueError, match=r"^colors: expected one integer colour"):
+            color_classes(bad)
+    got = color_classes(np.array([1, 0, 1]))
+    assert [c.tolist() for c in got] == [[1], [0, 2]]
