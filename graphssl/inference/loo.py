@@ -86,6 +86,10 @@ def loo_tree(log_likelihood, *, nodes=None, labels=None):
     if ll.ndim != 3:
         raise ValueError(f"log_likelihood: expected [chains, draws, labelled nodes], got "
                          f"{ll.shape}")
+    _check_log_likelihood_values(ll, "log_likelihood")
+    if nodes is not None and np.shape(nodes) != (ll.shape[-1],):
+        raise ValueError(f"nodes: one name per labelled node, {ll.shape[-1]} (the last axis of "
+                         f"log_likelihood), got shape {np.shape(nodes)}")
     coords = {"labelled_node": np.arange(ll.shape[-1]) if nodes is None else np.asarray(nodes)}
     data = {"log_likelihood": {_VAR: ll}}
     if labels is not None:
@@ -93,6 +97,15 @@ def loo_tree(log_likelihood, *, nodes=None, labels=None):
     with warnings.catch_warnings():  # many short chains (checkpoints) are no mistake here
         warnings.filterwarnings("ignore", message="Found chain dimension to be longer")
         return az.from_dict(data, coords=coords, dims={_VAR: ["labelled_node"]})
+
+
+def _check_log_likelihood_values(ll: np.ndarray, name: str) -> None:
+    """Log-likelihoods of labels: ``-inf`` (probability 0) allowed; NaN or ``+inf`` refused
+    (a ValueError naming ``name`` and how many)."""
+    bad = np.isnan(ll) | (ll == np.inf)
+    if bad.any():
+        raise ValueError(f"{name}: {int(bad.sum())} entries are NaN or +inf; a pointwise "
+                         "log-likelihood is a log-probability (-inf for probability 0)")
 
 
 def _relative_efficiency(ll: np.ndarray) -> float:
@@ -156,8 +169,14 @@ def psis_loo(data, *, warn: bool = True, source: str | None = None):
     differ by float32 rounding only, p ~ 1): both keep their raw ratios. When a node's ``k``
     exceeds ``good_k`` and ``warn``, a :class:`ParetoKWarning` (prefixed by ``source``)
     says how many and the fix (ArviZ's own generic warning is replaced by it). Needs at
-    least :data:`MIN_DRAWS` = 25 draws in all (ArviZ's Pareto fit needs 5 tail draws)."""
+    least :data:`MIN_DRAWS` = 25 draws in all (ArviZ's Pareto fit needs 5 tail draws).
+
+    A node with a draw of log-likelihood ``-inf`` (probability 0) has an infinite
+    importance ratio: its harmonic-mean predictive is 0, so its ``elpd_i`` is ``-inf``
+    (exact, ``pareto_k`` ``-inf``), ``elpd`` is ``-inf`` and ``se`` and ``p`` are NaN. NaN or
+    ``+inf`` log-likelihoods are refused (ValueError naming ``data``)."""
     import arviz as az
+    import xarray as xr
 
     tree = loo_tree(data) if isinstance(data, np.ndarray) else data
     try:
@@ -170,12 +189,25 @@ def psis_loo(data, *, warn: bool = True, source: str | None = None):
     if n_draws < MIN_DRAWS:
         raise ValueError(f"data: PSIS-LOO needs at least {MIN_DRAWS} draws (chains x draws), "
                          f"got {n_draws}; record more draws (more iterations or chains)")
-    r_eff = _relative_efficiency(log_lik.transpose(*_SAMPLE_DIMS, "labelled_node").values)
+    values = log_lik.transpose(*_SAMPLE_DIMS, "labelled_node").values
+    _check_log_likelihood_values(values, "data")
+    impossible = np.any(values == -np.inf, axis=(0, 1))  # [L]: a draw gives probability 0
+    if impossible.any():  # weights of the others; those nodes' answer is set below
+        values = np.where(impossible[None, None], 0.0, values)
+        log_lik = log_lik.transpose(*_SAMPLE_DIMS, "labelled_node").copy(data=values)
+    r_eff = _relative_efficiency(values)
     log_weights, k = _smoothed_weights(log_lik, r_eff)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_ARVIZ_K_WARNING)
+        warnings.filterwarnings("ignore", message="divide by zero")
+        warnings.filterwarnings("ignore", message="invalid value")
         result = az.loo(tree, pointwise=True, var_name=_VAR, reff=r_eff,
                         log_weights=log_weights, pareto_k=k)
+    if impossible.any():
+        possible = xr.DataArray(~impossible, dims=("labelled_node",),
+                                coords={"labelled_node": log_lik.coords["labelled_node"]})
+        result.elpd_i = result.elpd_i.where(possible, -np.inf)
+        result.elpd, result.se, result.p = -np.inf, np.nan, np.nan
     bad = np.asarray(result.pareto_k) > result.good_k
     if warn and bad.any():
         prefix = f"{source}: " if source else ""

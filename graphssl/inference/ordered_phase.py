@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import beta as beta_distribution
 
+from graphssl.validation import check_count, check_label_codes, check_real
+
 __all__ = ["collapsed_classes", "plausible_share_limits", "unlabelled_shares"]
 
 
@@ -29,8 +31,20 @@ def collapsed_classes(predicted, labels, n_classes: int, alpha: float = 1e-3) ->
       alpha: family-wise level; each class is tested at ``alpha / q``.
     Returns:
       ``int[...]``: the flagged classes (empty when the solution looks disordered enough).
+    Raises ValueError for ``alpha`` outside (0, 1], labels that are not codes
+    ``-1, 0..q-1``, or predictions that are not classes ``0..q-1`` (one per node).
     """
-    if not np.any(np.asarray(labels) < 0):
+    labels = _checked_labels(labels, n_classes)
+    _check_alpha(alpha)
+    predicted = np.asarray(predicted)
+    if predicted.shape != labels.shape:
+        raise ValueError(f"predicted: one class per node, shape {labels.shape} like labels, "
+                         f"got {predicted.shape}")
+    check_label_codes(predicted, labels.size, n_classes=n_classes, name="predicted",
+                      against="labels has {n} nodes")
+    if np.any(predicted < 0):
+        raise ValueError("predicted: every node needs a class in 0..q-1; found -1")
+    if not np.any(labels < 0):
         return np.zeros(0, np.int64)
     share = unlabelled_shares(predicted, labels, n_classes)
     return np.flatnonzero(share > plausible_share_limits(labels, n_classes, alpha))
@@ -48,8 +62,24 @@ def plausible_share_limits(labels, n_classes: int, alpha: float = 1e-3) -> np.nd
     """``float[q]``: the largest share of the unlabelled nodes each class can plausibly hold
     given the labelled counts ``n_c`` (of ``L``): the ``1 - alpha / q`` quantile of
     ``Beta(n_c + 1, L - n_c + 1)``, the posterior of the class's share under a uniform prior.
-    A larger share is the ordered phase's signature (:func:`collapsed_classes`)."""
-    labels = np.asarray(labels)
+    A larger share is the ordered phase's signature (:func:`collapsed_classes`).
+    Raises ValueError for ``alpha`` outside (0, 1] (NaN limits would flag nothing)."""
+    labels = _checked_labels(labels, n_classes)
+    _check_alpha(alpha)
     counts = np.bincount(labels[labels >= 0], minlength=n_classes).astype(float)
     total = counts.sum()
     return beta_distribution.isf(alpha / n_classes, counts + 1.0, total - counts + 1.0)
+
+
+def _checked_labels(labels, n_classes) -> np.ndarray:
+    """``labels`` as ``int64[n]`` codes ``-1, 0..q-1`` with ``q = n_classes >= 1``."""
+    check_count(n_classes, "n_classes", least=1)
+    labels = np.asarray(labels)
+    n = labels.shape[0] if labels.ndim == 1 else -1
+    return check_label_codes(labels, n, n_classes=n_classes, name="labels",
+                             against="{n} nodes")
+
+
+def _check_alpha(alpha) -> None:
+    """The family-wise level: a number in (0, 1]."""
+    check_real(alpha, "alpha", low=0.0, high=1.0, low_open=True)

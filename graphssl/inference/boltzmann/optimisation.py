@@ -28,13 +28,16 @@ from graphssl.inference.boltzmann.expectations import (
     BoltzmannProblem,
     ChainSettings,
     Moments,
+    _enumerate_relative,
     _models_jit,
     chain_moments,
     enumerate_moments,
     gradient,
     log_likelihood_estimate,
+    relative_offset,
 )
 from graphssl.models.boltzmann import ExtendedParams, PairGeometry
+from graphssl.validation import check_count, check_real
 
 __all__ = [
     "ExponentialSigmaPrior",
@@ -60,6 +63,10 @@ class ExponentialSigmaPrior:
 
     rate: float
     sigma_max: float
+
+    def __post_init__(self):
+        check_real(self.rate, "rate")
+        check_real(self.sigma_max, "sigma_max", low=0.0, low_open=True)
 
     def log_prob(self, theta: BasicParams):
         return self.rate * jnp.exp(theta.log_sigma)
@@ -95,6 +102,11 @@ class ThetaPrior:
     beta_std: float = 2.0
     gamma_mean: float = math.log(math.log(9.0))
     gamma_std: float = 1.0
+
+    def __post_init__(self):
+        for name in ("length_scale_std", "alpha0_std", "beta_std", "gamma_std"):
+            check_real(getattr(self, name), name, low=0.0, low_open=True)
+        check_real(self.gamma_mean, "gamma_mean")
 
     def log_prob(self, theta: ExtendedParams, geometry: PairGeometry):
         mean = self.length_scale_mean
@@ -190,10 +202,15 @@ class GradientOracle:
         return OracleState(key=key)
 
     def moments(self, state: OracleState, theta):
-        """``(state, (clamped, unclamped, offset, Moments_c, Moments_u, unclamped_draws))``."""
+        """``(state, (clamped, unclamped, offset, Moments_c, Moments_u, unclamped_draws))``
+        with ``log P(O_L) = Moments_c.log_z - Moments_u.log_z + offset`` under enumeration
+        (there ``Moments_c.log_z`` is ``log Z_rel``, the offset the matching
+        :func:`~graphssl.inference.boltzmann.expectations.relative_offset`)."""
         clamped, unclamped, offset = _models_jit(self.template, self.problem.geometry, theta)
-        if self.method == "enumeration":
-            return state, (clamped, unclamped, offset, enumerate_moments(clamped),
+        if self.method == "enumeration":  # offset for log Z_rel: no cancellation (Eq. 82)
+            mc, log_z_rel = _enumerate_relative(clamped)
+            mc = mc._replace(log_z=log_z_rel)
+            return state, (clamped, unclamped, relative_offset(self.template, theta), mc,
                            enumerate_moments(unclamped), None)
         key, kc, ku = jax.random.split(state.key, 3)
         use = self.chains.persistent
@@ -255,20 +272,40 @@ def adaptive_hill_climb(
     < 0`` (robust to the noise of sampled objectives); ``"auto"`` picks by method.
     Returns ``(theta, info)`` with iterations, converged, reason, the history and the
     final oracle state (``oracle_state``).
+
+    A step whose objective or gradient is not finite counts as an overshoot (the last good
+    parameters are kept), so every accepted point is finite. A start whose objective or
+    gradient is not finite is refused (ValueError naming ``theta0``): no step from it can
+    be judged, and reporting the run converged would be false. ``step``, ``grow``,
+    ``shrink``, ``patience``, ``min_step``, ``max_iter`` (``0``: the start, evaluated, as
+    the answer, not converged), ``ftol`` and ``xtol`` are checked (ValueError naming each).
     """
+    step = check_real(step, "step", low=0.0, low_open=True)
+    check_real(grow, "grow", low=1.0)
+    check_real(shrink, "shrink", low=0.0, high=1.0, low_open=True, high_open=True)
+    check_count(patience, "patience", least=1)
+    check_real(min_step, "min_step", low=0.0)
+    max_iter = check_count(max_iter, "max_iter")
+    check_real(ftol, "ftol", low=0.0)
+    check_real(xtol, "xtol", low=0.0)
     if overshoot == "auto":
         overshoot = "objective" if oracle.method == "enumeration" else "gradient"
+    elif overshoot not in ("objective", "gradient"):
+        raise ValueError(f"overshoot: use 'auto', 'objective' or 'gradient', got {overshoot!r}")
     flat, unravel = ravel_pytree(theta0)
     state, current = oracle(oracle.init(key), theta0)
     g = ravel_pytree(current.gradient)[0]
+    _check_finite_start(current, g, flat)
     history = [dict(objective=current.objective, step=step, theta=np.asarray(flat),
                     accepted=True)]
-    wins, reason = 0, "max_iter"
+    wins, reason, it = 0, "max_iter", 0
     for it in range(1, max_iter + 1):  # noqa: B007 (it is reported)
         new_flat = ravel_pytree(_project(oracle.prior, unravel(flat + step * g)))[0]
         state, new = oracle(state, unravel(new_flat))
         new_g = ravel_pytree(new.gradient)[0]
-        if overshoot == "objective":
+        if not (np.isfinite(new.objective) and bool(jnp.all(jnp.isfinite(new_g)))):
+            bad = True
+        elif overshoot == "objective":
             bad = not (new.objective >= current.objective)
         else:
             bad = float(jnp.dot(new_g, new_flat - flat)) < 0.0
@@ -296,12 +333,28 @@ def adaptive_hill_climb(
     return unravel(flat), info
 
 
+def _check_finite_start(value: OracleValue, flat_gradient, flat_theta) -> None:
+    """A start whose objective or gradient is not finite: a ValueError naming ``theta0``."""
+    if np.isfinite(value.objective) and bool(jnp.all(jnp.isfinite(flat_gradient))):
+        return
+    where = ("theta0 holds NaN or inf" if not bool(jnp.all(jnp.isfinite(flat_theta)))
+             else "check the prior's settings and the problem's data")
+    raise ValueError(f"theta0: the objective at the start is {value.objective!r} (gradient "
+                     f"finite: {bool(jnp.all(jnp.isfinite(flat_gradient)))}); an ascent needs "
+                     f"a finite start ({where})")
+
+
+_NOT_CONVERGED = ("max_iter", "non-finite objective")
+
+
 def _ascent_info(state: OracleState, iterations, reason, current: OracleValue, grad_norm,
                  history) -> dict:
-    """The run summary both ascent loops return."""
+    """The run summary both ascent loops return; ``converged`` only for a stopping rule met
+    at a finite objective."""
     return dict(
         iterations=iterations,
-        converged=reason != "max_iter",
+        converged=reason not in _NOT_CONVERGED and bool(np.isfinite(current.objective))
+        and bool(np.isfinite(grad_norm)),
         reason=reason,
         objective=current.objective,
         log_likelihood=current.log_likelihood,
@@ -317,20 +370,37 @@ def optax_ascent(oracle: GradientOracle, theta0, optimizer=None, *, key=None, ma
     """Ascent with an optax optimiser (default ``optax.adam(0.05)``) on ``-objective``;
     stops when the gradient norm is below ``gtol`` or after ``max_iter`` steps. The optax
     state and the oracle state (``oracle.init(key)``) are threaded through a host loop, as
-    in :func:`adaptive_hill_climb`."""
+    in :func:`adaptive_hill_climb`.
+
+    A non-finite start is refused (ValueError naming ``theta0``); a later non-finite
+    evaluation stops the run at the last finite parameters with reason
+    ``"non-finite objective"`` and ``converged=False``. ``max_iter=0``: the start,
+    evaluated once, not converged."""
     import optax
 
+    max_iter = check_count(max_iter, "max_iter")
+    check_real(gtol, "gtol", low=0.0)
     optimizer = optax.adam(0.05) if optimizer is None else optimizer
     theta, opt_state, state = theta0, optimizer.init(theta0), oracle.init(key)
+    state, current = oracle(state, theta)
+    flat = ravel_pytree(current.gradient)[0]
+    _check_finite_start(current, flat, ravel_pytree(theta0)[0])
+    norm = float(jnp.linalg.norm(flat))
     history = []
-    reason = "max_iter"
+    reason, it, good = "max_iter", 0, theta  # good: the last parameters evaluated finite
     for it in range(1, max_iter + 1):  # noqa: B007 (it is reported)
-        state, current = oracle(state, theta)
-        norm = float(jnp.linalg.norm(ravel_pytree(current.gradient)[0]))
+        if it > 1:
+            state, value = oracle(state, theta)
+            flat = ravel_pytree(value.gradient)[0]
+            if not (np.isfinite(value.objective) and bool(jnp.all(jnp.isfinite(flat)))):
+                theta, reason = good, "non-finite objective"
+                break
+            current, norm = value, float(jnp.linalg.norm(flat))
         history.append(dict(objective=current.objective, grad_norm=norm))
         if norm < gtol:
             reason = "gradient below gtol"
             break
+        good = theta
         neg = jax.tree_util.tree_map(jnp.negative, current.gradient)
         updates, opt_state = optimizer.update(neg, opt_state, theta)
         theta = _project(oracle.prior, optax.apply_updates(theta, updates))
@@ -367,11 +437,15 @@ def sample_initial_params(problem: BoltzmannProblem, key):
     ``alpha_d ~ U[log(min_ij (dx^d)^2 / 5), log(max_ij (dx^d)^2 * 5)]`` (min over differences
     above ``1e-6 max``: rounding noise between equal coordinates would give ``-50``);
     ``beta_1 = 0``, ``beta_c ~ U[-2.20, 2.20]``; ``gamma ~ U[-0.90, 1.93]``.
-    Basic model: ``log sigma ~ U[log min d_ij, log max d_ij]``."""
+    Basic model: ``log sigma ~ U[log min d_ij, log max d_ij]`` over the positive
+    distances (all points identical: ``sigma`` at :func:`data_scale_params`' data scale)."""
     sq = np.asarray(problem.geometry.sq_diff)
     k0, k1, k2, k3 = jax.random.split(key, 4)
     if problem.kind == "basic":
         d2 = sq.sum(1)
+        if not np.any(d2 > 0):
+            start = float(data_scale_params(problem).log_sigma)
+            return BasicParams(jnp.asarray(start))
         lo, hi = 0.5 * np.log(d2[d2 > 0].min()), 0.5 * np.log(d2.max())
         return BasicParams(jax.random.uniform(k0, (), minval=lo, maxval=hi))
     tiny = 1e-6 * np.maximum(sq.max(0), 1e-300)  # rounding-level differences count as 0
@@ -413,7 +487,9 @@ def random_restarts(problem: BoltzmannProblem, key, n_restarts: int = 10, *,
     """Hill climbing from ``n_restarts`` starts (Sec. 5.2, Tables 5-8): the first at the
     data scale (:func:`data_scale_params`; ``from_data_scale=False``: random as the others),
     the others random; returns ``(best_theta, best_info, trials)`` with ``trials`` a list of
-    ``(start, theta, info)`` and ``best`` the trial of highest final objective."""
+    ``(start, theta, info)`` and ``best`` the trial of highest final objective (a
+    ValueError naming ``n_restarts`` unless it is a whole number >= 1)."""
+    n_restarts = check_count(n_restarts, "n_restarts", least=1)
     trials = []
     for i, k in enumerate(jax.random.split(key, n_restarts)):
         k_init, k_fit = jax.random.split(k)

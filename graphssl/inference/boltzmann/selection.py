@@ -70,10 +70,12 @@ from graphssl.models.boltzmann import (
     PairGeometry,
     length_scale_couplings,
 )
+from graphssl.validation import check_count, check_flag, check_real
 
 __all__ = [
     "GridSettings",
     "GridResult",
+    "check_grid_settings",
     "cross_validation_folds",
     "data_scale",
     "data_scale_log_length_scales",
@@ -158,6 +160,47 @@ class GridSettings(NamedTuple):
     tol: float = 1e-3
     choice: str = "prior"
     average: bool = False
+
+
+def _finite_numbers(values, name: str, what: str) -> np.ndarray:
+    """``values`` as a 1-D float64 array of finite numbers, else a ValueError naming it."""
+    if isinstance(values, str | bytes) or not np.iterable(values):
+        raise ValueError(f"{name}: give {what}, got {values!r}")
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: give {what}, got {values!r}") from None
+    if array.ndim != 1 or array.size == 0 or not np.all(np.isfinite(array)):
+        raise ValueError(f"{name}: give {what}, got {values!r}")
+    return array
+
+
+def check_grid_settings(settings: GridSettings) -> GridSettings:
+    """Every field of ``settings`` checked (ValueError naming ``settings.<field>``, the value
+    and what it must be): NaN in ``alpha0`` passed the increasing-grid test and a NaN ``tol``
+    stopped every path at its first point; ``n_samples=0`` / ``n_chains=0`` ended in numpy's
+    "All-NaN slice", ``scale_prior_std=0`` in "need at least one array to stack". Returns
+    ``settings``."""
+    grid = _finite_numbers(settings.alpha0, "settings.alpha0",
+                           "an increasing grid of at least 2 finite values")
+    if grid.size < 2 or np.any(np.diff(grid) <= 0):
+        raise ValueError(f"settings.alpha0: give an increasing grid of at least 2 finite "
+                         f"values, got {settings.alpha0!r}")
+    _finite_numbers(settings.log_scale_offsets, "settings.log_scale_offsets",
+                    "at least one finite offset of the length scale from the data scale "
+                    f"(default {GridSettings().log_scale_offsets})")
+    check_real(settings.scale_prior_std, "settings.scale_prior_std", low=0.0, low_open=True)
+    check_real(settings.alpha0_prior_std, "settings.alpha0_prior_std", low=0.0, low_open=True)
+    check_count(settings.n_folds, "settings.n_folds", least=1)
+    check_count(settings.n_chains, "settings.n_chains", least=1)
+    check_count(settings.burn_in, "settings.burn_in")
+    check_count(settings.n_samples, "settings.n_samples", least=1)
+    check_count(settings.patience, "settings.patience")
+    check_real(settings.tol, "settings.tol", low=0.0)
+    if settings.choice not in CHOICES:
+        raise ValueError(f"settings.choice: use one of {CHOICES}, got {settings.choice!r}")
+    check_flag(settings.average, "settings.average")
+    return settings
 
 
 class GridResult(NamedTuple):
@@ -402,16 +445,15 @@ def select_coupling(geometry: PairGeometry, template: BoltzmannMRF, key, *, gamm
         label (:func:`gamma_for_noise`).
       clamp: True for a template with hard-clamped labels (the zero-noise model; only
         (CV)'s score then uses the channel).
-      settings: :class:`GridSettings` (default: its defaults).
+      settings: :class:`GridSettings` (default: its defaults; checked by
+        :func:`check_grid_settings`).
       kernel: the chains' kernel (default Swendsen-Wang).
       seed: the folds' shuffle.
       progress: ``"auto"``, True or False: a bar over the grid points, with one line on why
         the search is long (``why``) once it is known to be (:mod:`graphssl._progress`).
     """
-    settings = GridSettings() if settings is None else settings
+    settings = check_grid_settings(GridSettings() if settings is None else settings)
     grid = np.asarray(settings.alpha0, dtype=np.float64)
-    if grid.ndim != 1 or grid.size < 2 or np.any(np.diff(grid) <= 0):
-        raise ValueError("settings.alpha0: give an increasing grid of at least 2 values")
     hard = bool(clamp)
     observed = np.asarray(template.observed if hard else template.noisy_observed)
     labels_all = np.where(observed, np.asarray(template.noisy_labels), -1)

@@ -85,7 +85,13 @@ from graphssl.models.diffusion_mixture import (
     parzen_scores,
     with_graph_proportions,
 )
-from graphssl.validation import check_features, check_k, check_labels
+from graphssl.validation import (
+    check_features,
+    check_k,
+    check_label_codes,
+    check_labels,
+    check_scalar,
+)
 
 __all__ = ["LeaveOneOut", "GridScore", "GridFit", "parzen_loo_error", "mixture_leave_one_out",
            "fit_grid", "select_k_tau", "select_gamma", "GammaChoice", "GAMMA_CANDIDATES",
@@ -154,12 +160,18 @@ def parzen_loo_error(diffusion, labels, class_prior=None) -> float:
     ``diffusion`` = D_tau float[m, m] (:func:`~graphssl.models.diffusion_mixture.diffusion_pmfs`),
     ``labels`` int[m] with -1 for unlabelled, ``class_prior`` eta (default uniform). A class
     left with no other labelled node cannot be predicted for its last member (counts as an
-    error)."""
+    error). ``class_prior`` is checked as :meth:`DirichletDiffusionMixture.create` checks it
+    (C positive finite proportions; ValueError naming it), and ``labels`` against ``D``."""
     D = np.asarray(diffusion, np.float64)
-    labels = np.asarray(labels)
+    if D.ndim != 2 or D.shape[0] != D.shape[1]:
+        raise ValueError(f"diffusion: expected a square D_tau [m, m], got shape {D.shape}")
+    labels = check_label_codes(labels, D.shape[0], name="labels",
+                               against="diffusion has {n} rows")
+    if not np.any(labels >= 0):
+        raise ValueError("labels: no labelled point (all -1); the Parzen window needs labels")
     idx = np.flatnonzero(labels >= 0)
     C = int(labels.max()) + 1
-    eta = np.full(C, 1.0 / C) if class_prior is None else np.asarray(class_prior, np.float64)
+    eta = _checked_class_prior(class_prior, C)
     onehot = np.eye(C)[labels[idx]]
     sums = D[np.ix_(idx, idx)] @ onehot - D[idx, idx][:, None] * onehot
     counts = onehot.sum(axis=0)[None, :] - onehot
@@ -298,7 +310,8 @@ class GridFit(NamedTuple):
         harmonic-mean CPO log loss), ``"mixture"`` (the mixture's default,
         :data:`DEFAULT_MIXTURE_CRITERION`; ``"cpo"`` when fewer than 25 draws were recorded,
         too few for PSIS) or ``"parzen"`` (Walder's Parzen leave-one-out error); ties go to
-        the first setting."""
+        the first setting. A NaN score is never chosen (ValueError when every score is
+        NaN)."""
         if criterion == "mixture":
             criterion = DEFAULT_MIXTURE_CRITERION if self.psis is not None else "cpo"
         if criterion not in _CRITERIA:
@@ -306,12 +319,32 @@ class GridFit(NamedTuple):
                              f"{criterion!r}")
         if criterion == "psis_loo":
             self._psis()
-        values = [getattr(score, _CRITERIA[criterion]) for score in self.scores]
-        return int(np.argmin(values))
+        values = np.asarray([getattr(score, _CRITERIA[criterion]) for score in self.scores],
+                            np.float64)
+        if np.all(np.isnan(values)):
+            raise ValueError(f"criterion: every setting's {criterion!r} score is NaN; nothing "
+                             "to choose from (check the fit's draws, or use another criterion)")
+        return int(np.argmin(np.where(np.isnan(values), np.inf, values)))
 
     def best(self) -> GridScore:
         """The setting of the mixture's default criterion (``choose("mixture")``)."""
         return self.scores[self.choose("mixture")]
+
+
+def _checked_class_prior(class_prior, n_classes: int) -> np.ndarray:
+    """eta as float64[C] (uniform for None): C positive finite proportions, the rule of
+    :meth:`DirichletDiffusionMixture.create`; otherwise a ValueError naming ``class_prior``."""
+    if class_prior is None:
+        return np.full(n_classes, 1.0 / n_classes)
+    try:
+        eta = np.asarray(class_prior, dtype=np.float64)
+    except (TypeError, ValueError):
+        eta = None
+    if (eta is None or eta.shape != (n_classes,) or not np.all(np.isfinite(eta))
+            or np.any(eta <= 0)):
+        raise ValueError(f"class_prior: expected {n_classes} positive finite proportions (or "
+                         f"None), got {class_prior!r}")
+    return eta
 
 
 def _grid_models(X, labels, k_grid, tau_grid, class_prior, alpha, gamma, dtype, build):
@@ -324,7 +357,7 @@ def _grid_models(X, labels, k_grid, tau_grid, class_prior, alpha, gamma, dtype, 
     from_graph = isinstance(class_prior, str)
     if from_graph and class_prior != "graph":
         raise ValueError(f"class_prior: use None, C proportions or 'graph', got {class_prior!r}")
-    eta = None if class_prior is None or from_graph else np.asarray(class_prior, np.float64)
+    eta = None if class_prior is None or from_graph else _checked_class_prior(class_prior, C)
     scores, models, starts = [], [], []
     for k in k_grid:
         graph = knn_graph(X, check_k(k, X.shape[0], name="k_grid"), sigma="walder",
@@ -449,9 +482,13 @@ def select_gamma(model: DirichletDiffusionMixture, key, *, candidates=GAMMA_CAND
     71.1), where this short run keeps 0.8; on USPS split 2 the full runs nearly tie (0.581
     against 0.560) and this run takes 0 (83.2 against 79.3). Returns a
     :class:`GammaChoice`."""
+    if isinstance(candidates, str | bytes) or not np.iterable(candidates) or not len(
+            candidates):
+        raise ValueError(f"candidates: give a sequence of gamma values (finite, >= 0), e.g. "
+                         f"{GAMMA_CANDIDATES}, got {candidates!r}")
+    for g in candidates:  # create()'s rule for gamma
+        check_scalar(g, "candidates")
     candidates = tuple(float(g) for g in candidates)
-    if not candidates or any(not g >= 0 for g in candidates):
-        raise ValueError(f"candidates: give gamma values >= 0, got {candidates}")
     models = [model.replace(gamma=g) for g in candidates]
     selection_burn_in, n_checkpoints, every = selection_run_length(n_iterations, burn_in)
     length = selection_burn_in + n_checkpoints * every

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from graphssl._warnings import warn_user
 from graphssl.inference.optimize.baselines.propagation import class_mass_normalization
 from graphssl.inference.optimize.em import (
     DEFAULT_OPTIONS,
@@ -46,6 +47,7 @@ from graphssl.models.harmonic_backbone import (
     top_k_responsibilities,
 )
 from graphssl.models.harmonic_mixture import log_responsibilities
+from graphssl.validation import check_count, check_label_codes, check_real
 
 __all__ = [
     "LambdaInfo",
@@ -137,6 +139,71 @@ def _initial_mixture(X, y, obs, n_components, C, key, mixture, covariance_type, 
     raise ValueError(f"mixture: unknown {mixture!r}; use 'gaussian' or 'multinomial'")
 
 
+def _run_em(mix0, Xj, y, obs, max_iter, tol, em_options):
+    """EM of Fig. 2 step 1 (:func:`~graphssl.inference.optimize.em.fit_em`, whose M-step
+    floors degenerate full covariances). A mixture that still comes out non-finite is a
+    ``LinAlgError`` (a ``ValueError``) naming EM and the fixes, not a later step's input."""
+    mix, info = fit_em(mix0, Xj, y, obs, max_iter=max_iter, tol=tol, options=em_options)
+    if not all(bool(jnp.all(jnp.isfinite(leaf))) for leaf in jax.tree_util.tree_leaves(mix)):
+        raise np.linalg.LinAlgError(
+            f"em_options: EM's mixture became non-finite within {int(info.iterations)} "
+            f"iterations (reg_covar={em_options.reg_covar:.3g}); use a larger reg_covar, fewer "
+            "components or covariance_type='spherical'")
+    return mix, info
+
+
+def _mean_feature_variance(X) -> float:
+    """``mean_d var(X[:, d])`` of dense features (1.0 when it is 0 or not finite)."""
+    v = float(np.mean(np.var(np.asarray(X, np.float64), axis=0)))
+    return v if np.isfinite(v) and v > 0 else 1.0
+
+
+def _em_options(X, mixture, em_options):
+    """The EM settings: ``em_options`` as given, or (``None``) the defaults with the Gaussian
+    covariance prior ``reg_covar`` RELATIVE to the mean feature variance, the rule of
+    :class:`~graphssl.estimators.HarmonicMixtureClassifier`. Warns when a given ``reg_covar``
+    is comparable to that variance (the prior then swamps every covariance)."""
+    if mixture != "gaussian":
+        return DEFAULT_OPTIONS if em_options is None else em_options
+    variance = _mean_feature_variance(X)
+    if em_options is None:
+        return DEFAULT_OPTIONS._replace(reg_covar=DEFAULT_OPTIONS.reg_covar * variance)
+    if em_options.reg_covar * em_options.prior_weight > 0.1 * variance:
+        warn_user(
+            f"em_options: reg_covar={em_options.reg_covar:.3g} is not small against the mean "
+            f"feature variance {variance:.3g}; the covariance prior swamps the components "
+            "(every component covers every point). Pass em_options=None (reg_covar relative "
+            "to the variance) or scale reg_covar with the features.", UserWarning)
+    return em_options
+
+
+def _check_fit_inputs(X, labels, graph, neighbors, n_components, n_classes):
+    """``(labels int64[n], C)`` after the checks of :func:`fit_harmonic_mixture`."""
+    n = X.shape[0] if hasattr(X, "shape") else len(X)
+    labels = check_label_codes(labels, n, name="labels")
+    if not np.any(labels >= 0):
+        raise ValueError("labels: no labelled point (all -1); label at least one point per "
+                         "class")
+    check_count(n_components, "n_components", least=1)
+    top = int(labels.max()) + 1
+    if n_classes is None:
+        n_classes = top
+    else:
+        n_classes = check_count(n_classes, "n_classes", least=1)
+        if n_classes < top:
+            raise ValueError(f"n_classes: {n_classes} is fewer than the labels need (their "
+                             f"largest code is {top - 1}); pass n_classes >= {top} or None")
+    if neighbors is None:
+        size = getattr(graph, "n_nodes", None)
+        if size is not None and int(size) != n:
+            raise ValueError(f"graph: has {int(size)} nodes but X has {n} rows; build the "
+                             "graph over the same points as X")
+    elif np.shape(neighbors[0])[0] != n:
+        raise ValueError(f"neighbors: the table has {np.shape(neighbors[0])[0]} rows but X has "
+                         f"{n}; pass graph.padded_neighbors() of a graph over X's points")
+    return labels, n_classes
+
+
 def fit_harmonic_mixture(
     X,
     labels,
@@ -150,7 +217,7 @@ def fit_harmonic_mixture(
     backbone: str = "mixture",
     responsibility_top_k: int | None = None,
     key,
-    em_options: EMOptions = DEFAULT_OPTIONS,
+    em_options: EMOptions | None = None,
     max_iter: int = 200,
     tol: float = 1e-7,
     batch_size: int | None = None,
@@ -170,20 +237,34 @@ def fit_harmonic_mixture(
         responsibilities per row (renormalised): backbone cost ``O(n k_R d)`` instead of
         ``O(n M (d + M))``; ``None`` (default) = exact dense R.
       key: PRNG key of the mixture's (and k-means') initialisation (required).
+      em_options: EM's settings (:class:`~graphssl.inference.optimize.em.EMOptions`, its
+        ``reg_covar`` absolute; a warning when it is not small against the mean feature
+        variance). ``None`` (default): the defaults with ``reg_covar`` = 1e-6 times the mean
+        per-feature variance of ``X``, so the fit does not depend on the features' units
+        (an absolute 1e-6 swamped features of scale 1e-6: chance accuracy).
+
+    Degenerate components: a full-covariance component that collapses onto a few points
+    keeps eigenvalues of at least the exact M-step's bound or the working precision's
+    resolution of its scatter (:func:`graphssl.inference.optimize.em.fit_em`; in float32
+    rounding drove such a covariance indefinite: EM's objective fell, then went NaN). A
+    mixture that still goes non-finite raises a ``LinAlgError`` (a ``ValueError``) naming
+    ``em_options``.
+    Raises ValueError for a graph over another number of points than ``X``, labels that
+    are not codes ``-1, 0..C-1`` (or need more than ``n_classes``), no labelled point, or
+    ``n_components < 1``.
     """
     if backbone not in ("mixture", "kmeans"):
         raise ValueError(f"backbone: unknown {backbone!r}; use 'mixture' or 'kmeans'")
-    labels = np.asarray(labels)
+    labels, C = _check_fit_inputs(X, labels, graph, neighbors, n_components, n_classes)
+    em_options = _em_options(X, mixture, em_options)
     observed = labels >= 0
     lab_idx = np.flatnonzero(observed)
-    C = int(labels.max()) + 1 if n_classes is None else n_classes
     y = jnp.asarray(np.where(observed, labels, 0), jnp.int32)
     obs = jnp.asarray(observed)
     t0 = time.perf_counter()
     mix0, Xj = _initial_mixture(X, y, obs, n_components, C, key, mixture, covariance_type,
                                 em_options)
-    mix, em_info = fit_em(mix0, Xj, y, obs, max_iter=max_iter, tol=tol, options=em_options)
-    jax.block_until_ready(mix)
+    mix, em_info = _run_em(mix0, Xj, y, obs, max_iter, tol, em_options)
     t_em = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -247,10 +328,17 @@ def sample_baseline(X, labels, n_samples: int, *, sigma: float, graph_builder, k
     least-squares harmonic function, robust to numerically disconnected samples; pass
     ``graphssl.inference.optimize.baselines.harmonic_function`` for the sparse solver).
     Returns ``(f on all n training points [n, C], f on X_eval or None)``.
+    Raises ValueError for ``sigma <= 0`` (every weight would be ``0 / 0``), a negative
+    ``n_samples``, or labels that are not codes ``-1, 0..C-1`` with one labelled point.
     """
     if harmonic is None:
         harmonic = _dense_harmonic
-    labels = np.asarray(labels)
+    check_real(sigma, "sigma", low=0.0, low_open=True)
+    check_count(n_samples, "n_samples")
+    labels = check_label_codes(labels, np.shape(X)[0], name="labels")
+    if not np.any(labels >= 0):
+        raise ValueError("labels: no labelled point (all -1); label at least one point per "
+                         "class")
     rng = np.random.default_rng(key)
     lab = np.flatnonzero(labels >= 0)
     unl = np.flatnonzero(labels < 0)
@@ -293,10 +381,19 @@ def _dense_harmonic(graph, labels, n_classes):
 
 def median_threshold(f, threshold=None):
     """Binary decision at median(f) (Sec. 4.1: classes assumed about equal in size).
-    ``f``: ``[n]`` scores p(y=1|x) or ``[n, 2]``. Returns ``(labels int[n], threshold)``."""
+    ``f``: ``[n]`` scores p(y=1|x) or ``[n, 2]``. Returns ``(labels int[n], threshold)``.
+    Raises ValueError for scores of another shape (median thresholding is binary; use
+    :func:`class_mass_normalize` or an argmax for more classes) or non-finite scores."""
     f = np.asarray(f, np.float64)
-    if f.ndim == 2:
+    if f.ndim == 2 and f.shape[1] == 2:
         f = f[:, 1]
+    elif f.ndim != 1:
+        raise ValueError(f"f: median thresholding is binary and needs scores [n] or [n, 2], "
+                         f"got shape {f.shape}; use class_mass_normalize or an argmax for "
+                         "more classes")
+    if not np.all(np.isfinite(f)):
+        raise ValueError(f"f: {int(np.sum(~np.isfinite(f)))} scores are NaN or inf; "
+                         "threshold finite scores only")
     t = float(np.median(f)) if threshold is None else float(threshold)
     return (f > t).astype(int), t
 
@@ -306,6 +403,13 @@ def class_mass_normalize(F, class_prior):
     ``F [n, C]`` after :func:`~graphssl.inference.optimize.baselines.propagation.\
 class_mass_normalization` (the library's one implementation) with every row unlabelled
     and ``class_prior [C]``.
-    Returns ``int[n]``."""
+    Returns ``int[n]``. Raises ValueError for scores that are not a finite ``[n, C]`` array
+    (an all-NaN row has no argmax)."""
+    F = np.asarray(F, np.float64)
+    if F.ndim != 2 or not np.all(np.isfinite(F)):
+        raise ValueError(f"F: finite scores [n, C] needed, got shape {F.shape}"
+                         + ("" if F.ndim != 2 else
+                            f" with {int(np.sum(~np.all(np.isfinite(F), axis=1)))} rows "
+                            "holding NaN or inf"))
     scores = class_mass_normalization(F, np.zeros(0, dtype=np.int64), class_prior)
     return np.argmax(scores, axis=1)
