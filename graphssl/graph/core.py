@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from graphssl._device import alike, host_array, to_device
 
-__all__ = ["Graph", "bucket_width", "padded_to_bucket"]
+__all__ = ["Graph", "bucket_width", "padded_to_bucket", "edge_slots"]
 
 TABLE_BUCKET = 8
 # up to this many nodes a table's width rounds up to a power of two (see bucket_width)
@@ -139,15 +139,30 @@ class Graph:
         neighbours of node i.
         """
         senders = np.asarray(self.senders)
-        counts = np.bincount(senders, minlength=self.n_nodes)
+        slot, counts = edge_slots(senders, self.n_nodes)
         d_max = max(int(counts.max()) if counts.size else 0, 1)
-        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        slot = np.arange(senders.size) - np.repeat(starts, counts)
         index = np.repeat(np.arange(self.n_nodes, dtype=np.int32)[:, None], d_max, axis=1)
         weight = np.zeros((self.n_nodes, d_max), dtype=np.asarray(self.weights).dtype)
         index[senders, slot] = np.asarray(self.receivers)
         weight[senders, slot] = np.asarray(self.weights)
         return alike(index, self.weights), alike(weight, self.weights)
+
+
+def edge_slots(senders, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(slot int64[E], counts int64[n])``: each edge's column in its sender's row of
+    :meth:`Graph.padded_neighbors` -- its rank among its sender's edges, in edge order -- and
+    every node's out-degree (edge count). Any edge order: the documented one (sorted by
+    sender) gives ``slot[e] = e - start(sender)``; an edge list built by hand (pairs ``i < j``,
+    then the same pairs reversed) is ranked by a stable sort (before, the ranks assumed the
+    sorted order, and such a list silently dropped and duplicated neighbours: a wrong
+    energy, partition function and marginals)."""
+    senders = np.asarray(senders).astype(np.int64)
+    counts = np.bincount(senders, minlength=int(n_nodes))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    order = np.argsort(senders, kind="stable")  # timsort: linear on sorted input
+    slot = np.empty(senders.size, dtype=np.int64)
+    slot[order] = np.arange(senders.size) - np.repeat(starts, counts)
+    return slot, counts
 
 
 jax.tree_util.register_dataclass(

@@ -46,6 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphssl.graph import Graph
+from graphssl.graph.core import edge_slots
 from graphssl.models.potts import POTTS_DATA_FIELDS, PottsModel
 
 __all__ = [
@@ -363,9 +364,7 @@ def _with_parameters(m: BoltzmannMRF, couplings, class_bias, evidence_strength) 
 
 def _edge_slots(senders: np.ndarray, n: int, d_max: int) -> np.ndarray:
     """Edge index behind each entry of ``Graph.padded_neighbors()`` (``E`` = padding)."""
-    counts = np.bincount(senders, minlength=n)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    slot = np.arange(senders.size) - np.repeat(starts, counts)
+    slot, _ = edge_slots(senders, n)
     out = np.full((n, d_max), senders.size, dtype=np.int32)
     out[senders, slot] = np.arange(senders.size)
     return out

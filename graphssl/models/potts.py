@@ -36,6 +36,7 @@ import scipy.sparse as sp
 from graphssl._device import alike
 from graphssl._warnings import warn_user
 from graphssl.graph import Graph
+from graphssl.graph.core import edge_slots
 from graphssl.models.protocol import PairwiseTables, pairwise_energy
 from graphssl.validation import (
     check_label_codes,
@@ -244,10 +245,8 @@ def _graph_bond_slots(graph: Graph) -> np.ndarray:
     lays them out; pairs with ``receiver > sender`` are kept."""
     senders = np.asarray(graph.senders).astype(np.int64)
     receivers = np.asarray(graph.receivers)
-    counts = np.bincount(senders, minlength=graph.n_nodes)
+    slot, counts = edge_slots(senders, graph.n_nodes)
     d_max = max(int(counts.max()) if counts.size else 0, 1)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    slot = np.arange(senders.size) - np.repeat(starts, counts)
     flat = np.sort((senders * d_max + slot)[receivers > senders])
     return flat.astype(np.int32 if graph.n_nodes * d_max < 2**31 else np.int64)
 
@@ -258,10 +257,8 @@ def _in_slots(graph: Graph, table_graph: Graph) -> jax.Array:
     ``graph`` has no edge i -> j."""
     senders = np.asarray(table_graph.senders).astype(np.int64)
     n = table_graph.n_nodes
-    counts = np.bincount(senders, minlength=n)
+    slot, counts = edge_slots(senders, n)
     d = max(int(counts.max()) if counts.size else 0, 1)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    slot = np.arange(senders.size) - np.repeat(starts, counts)
     index = np.repeat(np.arange(n)[:, None], d, axis=1)
     index[senders, slot] = np.asarray(table_graph.receivers)
     W = graph.to_scipy().tocsr()

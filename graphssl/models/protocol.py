@@ -157,10 +157,12 @@ def pairwise_energy(model, labels: jax.Array, tables: PairwiseTables | None = No
 def pair_agreement(tables: PairwiseTables, labels: jax.Array) -> jax.Array:
     """``A(y) = sum_{i<j} J_ij [y_i = y_j]``, the coupling part of ``-E(y)`` in (P) (each
     unordered pair is stored twice: half the sum over slots); the statistic that replica
-    exchange over coupling scales reads (:mod:`graphssl.inference.mcmc.tempering`)."""
+    exchange over coupling scales reads (:mod:`graphssl.inference.mcmc.tempering`). Each
+    slot is halved before the sum (exact: a power of two), so a sum that fits the dtype
+    does not overflow on the way (float32 couplings near 3e37 gave an energy of -inf)."""
     labels = jnp.asarray(labels)
     same = labels[tables.neighbor_index] == labels[:, None]
-    return 0.5 * jnp.sum(jnp.where(same, tables.coupling, 0.0))
+    return jnp.sum(jnp.where(same, 0.5 * tables.coupling, 0.0))
 
 
 def conditional_logits_from_tables(tables: PairwiseTables, labels, nodes) -> jax.Array:
