@@ -6,6 +6,7 @@ import sys
 import textwrap
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -13,6 +14,7 @@ from graphssl.inference import label_marginals, sample_chains, storage_dtype
 from graphssl.inference.mcmc.chains import rao_blackwell_marginals
 from graphssl.inference.optimize.icm import iterated_conditional_modes
 
+from . import exactness as E
 from .conftest import BURN_IN, N_CHAINS, N_SAMPLES, small_model
 
 
@@ -237,8 +239,31 @@ def test_resume_refuses_a_run_of_another_model_or_kernel(kernels, models, refere
         sample_chains(kernel, weaker, None, n_samples=2, resume=reference)
     with pytest.raises(ValueError, match="move statistics .* another kernel made it"):
         sample_chains(kernels["swendsen_wang"], model, None, n_samples=2, resume=reference)
-    with pytest.raises(ValueError, match="resume: this kernel cannot start chains"):
+    with pytest.raises(ValueError, match="batched_model: True needs one model per chain"):
         sample_chains(kernel, model, None, n_samples=2, batched_model=True, resume=reference)
     four = small_model(n=8, q=4, field=True, clamped=True, seed=0)
     with pytest.raises(ValueError, match="resume: the run has 3 classes, the model 4"):
         sample_chains(kernel, four, None, n_samples=2, resume=reference)
+
+
+def test_batched_potts_models_run_one_model_per_chain():
+    """Stacked PottsModels (one per chain) failed in the host-side model check with a bare
+    broadcasting error (beta [chains] against tables [chains, n, q]); each chain's model is
+    now checked, and each chain samples its own model's law."""
+    from graphssl.inference import enumerate_model, sequential_gibbs
+
+    models = [E.main_model(beta=beta) for beta in (0.3, 0.6)]
+    stacked = jax.tree_util.tree_map(lambda *leaves: jnp.stack(leaves), *models)
+    n = models[0].n_nodes
+    samples = sample_chains(sequential_gibbs(), stacked, jax.random.key(0), n_chains=2,
+                            n_samples=4000, burn_in=100, batched_model=True,
+                            init_labels=np.zeros((2, n), int))
+    energies = np.asarray(samples.energy)
+    for chain, model in enumerate(models):
+        exact = enumerate_model(model, fn=lambda y, model=model: model.energy(y))
+        batches = energies[chain].reshape(40, 100).mean(axis=1)  # batch means
+        error = batches.std(ddof=1) / np.sqrt(batches.size)
+        assert abs(energies[chain].mean() - float(exact.expectation)) < 5 * error + 1e-9
+    with pytest.raises(ValueError, match=r"^batched_model: True needs one model per chain"):
+        sample_chains(sequential_gibbs(), stacked, jax.random.key(0), n_chains=3, n_samples=2,
+                      batched_model=True, init_labels=np.zeros((3, n), int))

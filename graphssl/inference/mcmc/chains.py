@@ -384,6 +384,25 @@ def _chain_energies(energy_fn, batched_model: bool):
     return jax.jit(jax.vmap(energy_fn, in_axes=(0 if batched_model else None, 0)))
 
 
+def _check_models(kernel, model, batched_model: bool, n_chains: int) -> None:
+    """The kernel's host-side checks (e.g. an asymmetric pairwise table -> ValueError) on the
+    model, or with ``batched_model`` on each chain's model: the stacked one is no model of
+    its own (its beta ``[chains]`` against tables ``[chains, n, q]`` raised a bare
+    broadcasting error)."""
+    if not batched_model or kernel.check is None:
+        check_model(kernel, model)
+        return
+    leaves = [leaf for leaf in jax.tree_util.tree_leaves(model) if np.ndim(leaf) > 0]
+    if not leaves or any(np.shape(leaf)[0] != n_chains for leaf in leaves):
+        sizes = sorted({np.shape(leaf)[0] for leaf in leaves})
+        raise ValueError(f"batched_model: True needs one model per chain, every array of the "
+                         f"model stacked on a leading axis of n_chains = {n_chains}; got "
+                         f"leading sizes {sizes} (stack the models with jax.tree_util.tree_map("
+                         "lambda *x: jnp.stack(x), *models), or pass batched_model=False)")
+    for c in range(n_chains):
+        check_model(kernel, jax.tree_util.tree_map(lambda leaf, c=c: leaf[c], model))
+
+
 def _initial_carry(kernel, model, key, n_chains, init_labels, energy_fn=label_energy,
                    batched_model=False):
     init_key, chains_key = jax.random.split(key)
@@ -467,9 +486,9 @@ def sample_chains(
         raise ValueError(f"chunk_size must be None or an integer >= 1, got {chunk_size!r}")
     if resume is None:
         _check_key(key)
-    check_model(kernel, model)  # host-side: e.g. an asymmetric pairwise table -> ValueError
-    dtype = storage_dtype(model.n_classes)
     n_total = resume.chain_keys.shape[0] if resume is not None else n_chains
+    _check_models(kernel, model, batched_model, n_total)
+    dtype = storage_dtype(model.n_classes)
     method = _chain_method(chain_method, n_total)
     outputs, done, fingerprint = [], 0, None
     if checkpoint is not None:
