@@ -387,3 +387,17 @@ def test_class_folds_names_a_fold_count_below_one():
     with pytest.raises(ValueError, match=r"^n_folds: .*got 0"):
         class_folds(np.array([0, 1, 0, 1]), 0)
     assert sorted(class_folds(np.array([0, 1, 0, 1]), 2)) == [0, 0, 1, 1]
+
+
+def test_enumerate_configurations_refuses_a_table_larger_than_memory(monkeypatch):
+    """2^30 configurations of 30 nodes asked the back end for 129 GB; the table's size is
+    now checked against the machine's memory before anything is allocated."""
+    from graphssl.inference.exact import enumeration
+
+    model = PottsModel.create(Graph.from_scipy(sp.csr_matrix((30, 30))), 2, beta=1.0)
+    monkeypatch.setattr(enumeration, "_physical_memory", lambda: 2**34)  # a 16 GiB machine
+    with pytest.raises(ValueError, match=r"^max_configurations: the table of 1073741824 "
+                                         r"configurations x 30 nodes needs 120.0 GiB"):
+        enumerate_configurations(model, max_configurations=2**30)
+    small = PottsModel.create(Graph.from_scipy(sp.csr_matrix((4, 4))), 2, beta=1.0)
+    assert enumerate_configurations(small).shape == (16, 4)

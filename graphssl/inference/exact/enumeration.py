@@ -133,14 +133,38 @@ def _decode(index: jax.Array, base: jax.Array, free: jax.Array, q: int) -> jax.A
 
 def enumerate_configurations(model, max_configurations: int = 2**20) -> jax.Array:
     """All ``q ** n_free`` consistent configurations as ``int32[M, n]`` (small models only;
-    ``M`` at most ``max_configurations`` and below 2^31: past that use :func:`enumerate_model`,
-    which streams them)."""
+    ``M`` at most ``max_configurations`` and below 2^31, the table within this machine's
+    physical memory: past that use :func:`enumerate_model`, which streams them)."""
     free = _free_nodes(model)
     q = int(model.n_classes)
     # every configuration is materialised: int32[M, n], so M stays below 2^31 even with x64
     count = _check_size(free.size, q, max_configurations, limit=COUNT_MAX)
+    _check_table_memory(count, int(model.n_nodes))
     base = _base_labels(model)
     return jax.vmap(lambda i: _decode(i, base, jnp.asarray(free), q))(jnp.arange(count))
+
+
+def _physical_memory() -> int | None:
+    """This machine's physical memory in bytes (POSIX ``sysconf``), or None if unknown."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _check_table_memory(count: int, n_nodes: int) -> None:
+    """Refuse a table ``int32[count, n_nodes]`` larger than the machine's physical memory
+    before allocating it (2^30 configurations of 31 nodes asked for 133 GB and ended in the
+    back end's RESOURCE_EXHAUSTED)."""
+    needed, memory = 4 * count * max(n_nodes, 1), _physical_memory()
+    if memory is not None and needed > memory:
+        raise ValueError(
+            f"max_configurations: the table of {count} configurations x {n_nodes} nodes "
+            f"needs {needed / 2**30:.1f} GiB, more than this machine's "
+            f"{memory / 2**30:.1f} GiB; use enumerate_model(model, fn=...) (it streams the "
+            "configurations in blocks) or clamp more nodes")
 
 
 def _zeros_like_output(fn, labels):
