@@ -281,3 +281,24 @@ def test_ordered_phase_checks():
     with pytest.raises(ValueError, match="predicted"):
         ordered_phase.collapsed_classes(np.array([0, 0, 1, 5, 0, 0, 0, 0]), lab, 2)
     assert ordered_phase.collapsed_classes(np.zeros(8, int), lab, 2).tolist() == [0]
+
+
+def test_mixture_sampler_refuses_fractional_moves_and_init_labels():
+    """``moves=(1.5, 1)`` ran one resample attempt and ``init_labels=0.7`` started every
+    chain at class 0, both by silent truncation."""
+    from graphssl.graph import Graph
+    from graphssl.inference.diffusion_mixture.kernels import move_counts
+    from graphssl.inference.diffusion_mixture.sampler import sample_mixture
+
+    W = np.zeros((6, 6))
+    for i, j in [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 0), (0, 3)]:
+        W[i, j] = W[j, i] = 1.0
+    model = DirichletDiffusionMixture.create(Graph.from_scipy(W), np.array([0, -1, -1, 2, -1, -1]),
+                                             3, tau=2.0, gamma=0.5)
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match=r"^moves: give 2 to 7 non-negative whole"):
+        sample_mixture(model, key, n_chains=2, n_iterations=4, burn_in=1, moves=(1.5, 1))
+    with pytest.raises(ValueError, match=r"^init_labels: whole class codes in 0..2"):
+        sample_mixture(model, key, n_chains=2, n_iterations=4, burn_in=1,
+                       init_labels=np.full(6, 0.7))
+    assert move_counts((True, 2.0, 0)) == (1, 2, 0, 0, 0, 0, 0)

@@ -39,6 +39,8 @@ from graphssl.models.boltzmann import (
 )
 from graphssl.models.diffusion_mixture import DirichletDiffusionMixture
 from graphssl.models.numpyro import (
+    MixtureClassField,
+    PolyaCentres,
     PottsField,
     boltzmann_program,
     diffusion_mixture_program,
@@ -544,3 +546,30 @@ def test_boltzmann_program_names_the_field_model_size():
     with pytest.raises(ValueError, match="labels: has 7 entries but field_model has 8 nodes"):
         numpyro.handlers.trace(numpyro.handlers.seed(boltzmann_program, 0)).get_trace(
             field, LABELS[:7])
+
+
+def test_the_mixture_program_refuses_a_signed_alpha_prior_and_its_densities_out_of_range():
+    """Under ``alpha_prior=Normal(0, 1)`` NUTS sampled alpha = -0.004 in every draw (the
+    Polya density's ``gammaln`` is finite at negative alpha); a class past ``n_classes`` was
+    dropped from the Polya counts, and a label 5 of a 3-class field read a finite density."""
+    model = DirichletDiffusionMixture.create(GRAPH, LABELS, 2, tau=1.0, alpha=1.0, gamma=0.5)
+    with pytest.raises(ValueError, match=r"^alpha_prior: its support must lie in \[0, inf\)"):
+        numpyro.handlers.seed(diffusion_mixture_program, 0)(model,
+                                                            alpha_prior=dist.Normal(0, 1))
+    classes, centres = jnp.array([0, 1, 0]), jnp.array([0, 1, 2])
+    assert np.isfinite(float(PolyaCentres(classes, 1.0, 2).log_prob(centres)))
+    for alpha in (-0.5, 0.0):
+        polya = PolyaCentres(classes, alpha, 2, validate_args=False)  # as under NUTS: traced
+        assert float(polya.log_prob(centres)) == -np.inf
+    assert float(PolyaCentres(jnp.array([0, 3, 0]), 1.0, 2).log_prob(centres)) == -np.inf
+    field = MixtureClassField(model)
+    y = np.where(LABELS >= 0, LABELS, 0)
+    assert np.isfinite(float(field.log_prob(jnp.asarray(y))))
+    assert float(field.log_prob(jnp.asarray(np.where(np.arange(8) == 2, 5, y)))) == -np.inf
+
+
+def test_the_hidden_potts_program_names_non_finite_features():
+    x = np.linspace(0.0, 1.0, 8)
+    x[3] = np.nan
+    with pytest.raises(ValueError, match=r"^x: 1 feature values are NaN or inf"):
+        numpyro.handlers.seed(hidden_potts_program, 0)(x, GRAPH, LABELS, 2)

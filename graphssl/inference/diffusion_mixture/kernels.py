@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from graphssl.inference.diffusion_mixture.cluster_moves import (
@@ -157,12 +158,28 @@ def mixture_energy(model, state) -> jax.Array:
 def move_counts(moves) -> tuple[int, ...]:
     """Attempts per iteration of each move of :data:`MOVES` (``resample, relabel,
     split_merge, centred_split_merge, cluster_flip, block, component_flip``) from ``moves``: a
-    tuple of two to seven bools / non-negative ints (missing entries are 0)."""
-    counts = tuple(int(x) for x in moves) + (0,) * (len(MOVES) - len(tuple(moves)))
-    if not 2 <= len(tuple(moves)) <= len(MOVES) or min(counts) < 0:
-        raise ValueError(f"moves: give 2 to {len(MOVES)} non-negative attempt counts "
-                         f"({', '.join(MOVES)}), got {moves}")
-    return counts
+    tuple of two to seven bools / non-negative whole numbers (missing entries are 0; 1.5
+    is refused, where ``int()`` made it 1)."""
+    wanted = (f"moves: give 2 to {len(MOVES)} non-negative whole attempt counts "
+              f"({', '.join(MOVES)}), got {moves!r}")
+    try:
+        given = tuple(moves)
+    except TypeError:
+        raise ValueError(wanted) from None
+    if not 2 <= len(given) <= len(MOVES) or not all(_is_attempt_count(x) for x in given):
+        raise ValueError(wanted)
+    return tuple(int(x) for x in given) + (0,) * (len(MOVES) - len(given))
+
+
+def _is_attempt_count(value) -> bool:
+    """A bool, or a whole number >= 0 (an int, or a float such as 2.0)."""
+    if isinstance(value, bool | np.bool_):
+        return True
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False
+    return np.isfinite(number) and number >= 0 and number.is_integer()
 
 
 def resolve_engine(engine: str, model) -> str:

@@ -94,8 +94,11 @@ def _check(model, n_chains, n_iterations, burn_in, thin, max_components, block_s
         if init_labels.shape != tuple(np.shape(model.labels)):
             raise ValueError(f"init_labels: expected shape {tuple(np.shape(model.labels))}, "
                              f"got {init_labels.shape}")
-        if np.any(init_labels < 0) or np.any(init_labels >= model.n_classes):
-            raise ValueError(f"init_labels: classes must lie in 0..{model.n_classes - 1}")
+        if (not np.all(np.isfinite(init_labels)) or np.any(init_labels != np.round(init_labels))
+                or np.any(init_labels < 0) or np.any(init_labels >= model.n_classes)):
+            raise ValueError(f"init_labels: whole class codes in 0..{model.n_classes - 1} (0.7 "
+                             f"was truncated to 0), got values "
+                             f"{np.unique(init_labels)[:5].tolist()}")
     if not 0.0 <= init_noise <= 1.0:
         raise ValueError(f"init_noise: a fraction in [0, 1], got {init_noise}")
 

@@ -143,9 +143,11 @@ class MixtureClassField(LabelField):
         return -(jnp.sum(terms.balance) + jnp.sum(terms.mrf))
 
     def log_prob(self, value) -> jax.Array:
-        """``-energy``, ``-inf`` off a clamped label."""
+        """``-energy``, ``-inf`` off a clamped label or outside ``0..q-1`` (a label 5 of a
+        3-class field read a finite density)."""
         value = jnp.asarray(value, jnp.int32)
         off = jnp.any(self.model.observed & (value != self.model.labels))
+        off = off | jnp.any((value < 0) | (value >= self.model.n_classes))
         return jnp.where(off, -jnp.inf, -self.energy(value))
 
     def sample(self, key, sample_shape=()):
@@ -193,13 +195,20 @@ class PolyaCentres(dist.Distribution):
             constraints.integer_interval(0, self.event_shape[0] - 1), 1)
 
     def log_prob(self, value) -> jax.Array:
-        """``log p(beta | y, alpha)`` of Eq. (6)."""
+        """``log p(beta | y, alpha)`` of Eq. (6); ``-inf`` for ``alpha <= 0`` (no Dirichlet:
+        ``gammaln`` of a negative ``alpha`` is finite, and NUTS under an unbounded prior froze
+        at alpha = -0.004, silently) and for classes or centres out of range (a class ``>=
+        n_classes`` dropped its node from the counts)."""
         m, C = self.event_shape[0], self.n_classes
         beta = jnp.asarray(value, jnp.int32)
+        outside = (jnp.any((self.classes < 0) | (self.classes >= C))
+                   | jnp.any((beta < 0) | (beta >= m)) | ~(self.alpha > 0))
         counts = jnp.zeros((C, m)).at[self.classes, beta].add(1.0)
-        a_m = self.alpha / m
-        per_class = gammaln(self.alpha) - gammaln(counts.sum(1) + self.alpha)
-        return jnp.sum(per_class) + jnp.sum(gammaln(counts + a_m) - gammaln(a_m))
+        alpha = jnp.where(self.alpha > 0, self.alpha, 1.0)  # -inf below, not NaN
+        a_m = alpha / m
+        per_class = gammaln(alpha) - gammaln(counts.sum(1) + alpha)
+        log_p = jnp.sum(per_class) + jnp.sum(gammaln(counts + a_m) - gammaln(a_m))
+        return jnp.where(outside, -jnp.inf, log_p)
 
     def sample(self, key, sample_shape=()):
         """Exact draws by the Polya urn over nodes ``0..m-1``."""

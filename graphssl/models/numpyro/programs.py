@@ -76,10 +76,12 @@ def _pairs(pairs, n):
     return default_pairs(n) if pairs is None else check_pairs(pairs, n)
 
 
-def _check_nonnegative_support(prior) -> None:
-    """``beta_prior`` must put no mass below 0: the Potts couplings ``beta W`` are
-    ferromagnetic, and Swendsen-Wang's bonds (``1 - e^{-beta w}``) are no probability below
-    0 (a ``Normal(0, 1)`` prior gave 48 % negative draws, sampled silently wrong)."""
+def _check_nonnegative_support(prior, name: str = "beta_prior",
+                               why: str = "the Potts coupling is ferromagnetic") -> None:
+    """A prior (``beta_prior``, ``alpha_prior``) must put no mass below 0: the Potts
+    couplings ``beta W`` are ferromagnetic, and Swendsen-Wang's bonds (``1 - e^{-beta w}``)
+    are no probability below 0 (a ``Normal(0, 1)`` prior gave 48 % negative draws, sampled
+    silently wrong); Walder's Dirichlet concentration is positive."""
     lower = getattr(getattr(prior, "support", None), "lower_bound", None)
     try:
         ok = lower is not None and bool(np.all(np.asarray(lower) >= 0))
@@ -87,9 +89,9 @@ def _check_nonnegative_support(prior) -> None:
             jax.errors.TracerArrayConversionError):  # a traced bound: not checkable here
         return
     if not ok:
-        raise ValueError(f"beta_prior: its support must lie in [0, inf) (the Potts coupling "
-                         f"is ferromagnetic), got {type(prior).__name__} on {prior.support}; "
-                         "use e.g. dist.Gamma, dist.HalfNormal or dist.LogNormal")
+        raise ValueError(f"{name}: its support must lie in [0, inf) ({why}), got "
+                         f"{type(prior).__name__} on {prior.support}; use e.g. dist.Gamma, "
+                         "dist.HalfNormal or dist.LogNormal")
 
 
 def potts_program(graph, labels, n_classes: int | None = None, *, beta=1.0, clamp: bool = False,
@@ -138,6 +140,10 @@ def hidden_potts_program(x, graph, labels=None, n_classes: int = 2, *, beta=1.0,
     x = jnp.asarray(x)
     x = x[:, None] if x.ndim == 1 else x
     check_same_length(graph.n_nodes, x, "x", against=NODES)
+    if not isinstance(x, jax.core.Tracer) and not bool(jnp.all(jnp.isfinite(x))):
+        raise ValueError(f"x: {int(jnp.sum(~jnp.isfinite(x)))} feature values are NaN or inf; "
+                         "impute or drop them (the class-conditional Gaussians need finite "
+                         "features)")
     if labels is not None:
         labels = _label_codes(labels, graph.n_nodes, n_classes)
     n, D = x.shape
@@ -209,6 +215,9 @@ def diffusion_mixture_program(model: DirichletDiffusionMixture, *, alpha_prior=N
         mcmc.run(key, DirichletDiffusionMixture.create(graph, labels, tau=2.0))
     """
     m = model.n_nodes
+    if alpha_prior is not None:  # a Normal(0, 1) prior: NUTS froze at alpha = -0.004
+        _check_nonnegative_support(alpha_prior, "alpha_prior",
+                                   "the Dirichlet concentration alpha is positive")
     alpha = model.alpha if alpha_prior is None else numpyro.sample("alpha", alpha_prior)
     field = MixtureClassField(model)
     y = numpyro.sample("labels", field)
