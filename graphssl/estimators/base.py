@@ -48,6 +48,7 @@ far-away points never give NaN.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import warnings
 
@@ -85,6 +86,9 @@ __all__ = ["GraphSSLClassifier"]
 _SYMMETRIZE = ("max", "min", "mean", None)
 _WEIGHTS = ("gaussian", "binary", "distance", "cosine")
 _SIGMA_RULES = ("kth_over_3", "local", "walder")
+NEAR_TRAINING_RTOL = 1e-6
+"""A new point this close to a training point (relative to that point's norm) is that point:
+it takes the fitted row (float32 rounding of a training point is ~6e-8 of its norm)."""
 
 
 class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
@@ -199,6 +203,11 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                 "give -1 (or None in an object array) for the unlabelled points"
             )
         before = self._forget_fit()
+        with self._fit_record(before):
+            return self._fit_features(X, y)
+
+    def _fit_features(self, X, y):
+        """:meth:`fit` past forgetting the earlier fit."""
         X = validate_data(self, X, reset=True, dtype=np.float64, ensure_all_finite=False,
                           ensure_min_samples=2)
         X = check_features(X, name="X")
@@ -211,10 +220,24 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self.X_fit_ = X
         self.X_graph_ = X
         self._induction_scale = None
+        # what predict(X_new) weighs neighbours by: the graph of this fit (a set_params
+        # after it takes effect at the next fit; before, a new sigma met the old cached
+        # widths: a broadcasting error, or LGC's old width silently)
+        self._induction_graph = {"sigma": self.sigma, "weight": self.weight}
+        return self._fit_on_graph(graph, encoded)
+
+    @contextlib.contextmanager
+    def _fit_record(self, before: set):
+        """Around a fit: record what it added (:meth:`_remember_fit`); a fit that raises is
+        forgotten at once (it had left ``n_features_in_`` and ``scaling_``, so that
+        ``check_is_fitted`` passed and ``predict`` raised ``NotFittedError``)."""
         try:
-            return self._fit_on_graph(graph, encoded)
-        finally:  # a fit that raised is forgotten by the next one too
+            yield
+        except BaseException:
             self._remember_fit(before)
+            self._forget_fit()
+            raise
+        self._remember_fit(before)
 
     def _forget_fit(self) -> set:
         """Drop what an earlier fit left on the estimator: the fitted attributes (``name_``)
@@ -259,8 +282,13 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             ``"mean"``, ``"min"``); a :class:`~graphssl.graph.DirectedGraphWarning` says how
             many edges were one-directional.
         """
-        n = _n_labels(y)
         before = self._forget_fit()
+        with self._fit_record(before):
+            return self._fit_given_graph(graph, y, X, weight, symmetrize)
+
+    def _fit_given_graph(self, graph, y, X, weight, symmetrize):
+        """:meth:`fit_graph` past forgetting the earlier fit."""
+        n = _n_labels(y)
         graph = as_graph(graph, n, weight=weight, symmetrize=symmetrize,
                          on_host=self._host_graph)
         self.classes_, encoded = encode_labels(y, graph.n_nodes, name="y")
@@ -284,10 +312,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         self.X_fit_ = None
         self.X_graph_ = X
         self._induction_scale = None
-        try:
-            return self._fit_on_graph(graph, encoded)
-        finally:  # a fit that raised is forgotten by the next one too
-            self._remember_fit(before)
+        return self._fit_on_graph(graph, encoded)
 
     def _fit_on_graph(self, graph, encoded):
         n_classes = self.classes_.size
@@ -450,10 +475,13 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X=None):
         """Class distributions ``float[n, C]``: the fitted ones when ``X`` is None or the
-        training features, else the inductive extension to the new points."""
+        training features, else the inductive extension to the new points (a point within
+        ``NEAR_TRAINING_RTOL`` = 1e-6 of a training point's norm, float32 rounding of it
+        included, takes that point's fitted row). A new array each call: editing it leaves
+        the model as it is."""
         check_is_fitted(self, "label_distributions_")
         if X is None:
-            return self.label_distributions_
+            return self.label_distributions_.copy()
         if self.X_fit_ is None:
             raise ValueError(
                 "X: this model was fitted with fit_graph (no feature graph); call "
@@ -462,22 +490,26 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=False)
         X = self.scaling_.transform(check_features(X, name="X"))
         if X.shape == self.X_fit_.shape and np.array_equal(X, self.X_fit_):
-            return self.label_distributions_
+            return self.label_distributions_.copy()
         return self._predict_new(X)
 
     def predict(self, X=None):
         """Labels (values of ``classes_``): ``transduction_``, or induced for new ``X``."""
         if X is None:
             check_is_fitted(self, "label_distributions_")
-            return self.transduction_
+            return self.transduction_.copy()
         codes = self._decision(self.predict_proba(X))
         return self.classes_[codes]
 
     def _predict_new(self, X):
-        """Training points keep their fitted distribution; the others are induced."""
+        """Training points keep their fitted distribution (within ``NEAR_TRAINING_RTOL``
+        of their norm: ``X.astype(np.float32)`` or ``X + 1e-9`` were induced from their
+        neighbours instead, and Parzen then changed 6 of 120 training labels); the others
+        are induced."""
         nn = NearestNeighbors(n_neighbors=1).fit(self.X_fit_)
         distances, indices = nn.kneighbors(X)
-        same = distances[:, 0] == 0
+        norms = np.linalg.norm(self.X_fit_[indices[:, 0]], axis=1)
+        same = distances[:, 0] <= NEAR_TRAINING_RTOL * norms
         proba = np.empty((X.shape[0], self.classes_.size))
         proba[same] = self.label_distributions_[indices[same, 0]]
         if not same.all():
@@ -500,9 +532,12 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         return np.einsum("ik,ikc->ic", w, self.label_distributions_[indices])
 
     def _induction_log_weights(self, distances, nn, k, indices):
-        if self.weight != "gaussian":
+        options = getattr(self, "_induction_graph", {"sigma": self.sigma,
+                                                     "weight": self.weight})
+        weight, sigma = options["weight"], options["sigma"]
+        if weight != "gaussian":
             return np.zeros_like(distances)
-        if self.sigma == "local":  # a new point's own width and its neighbours' (fit's rule)
+        if sigma == "local":  # a new point's own width and its neighbours' (fit's rule)
             if self._induction_scale is None:
                 k1 = min(k + 1, self.X_fit_.shape[0])
                 train_d, _ = nn.kneighbors(self.X_fit_, n_neighbors=k1)
@@ -510,9 +545,9 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
             widths = local_widths(distances)
             return -distances**2 / (2.0 * widths[:, None] * self._induction_scale[indices])
         if self._induction_scale is None:
-            if self.sigma == "walder":
+            if sigma == "walder":
                 scale = walder_omega(self.X_fit_)
-            elif self.sigma in (None, "kth_over_3"):
+            elif sigma in (None, "kth_over_3"):
                 k1 = min(k + 1, self.X_fit_.shape[0])
                 train_d, _ = nn.kneighbors(self.X_fit_, n_neighbors=k1)
                 try:
@@ -521,7 +556,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
                     scale = 0.0
             else:  # a number: exp(-(d / sigma)^2 / 2), kept as the width (1 / (2 sigma^2)
                 # under- or overflows for sigma near 1e+-160)
-                return -0.5 * (distances / float(self.sigma)) ** 2
+                return -0.5 * (distances / float(sigma)) ** 2
             self._induction_scale = scale
         return -self._induction_scale * distances**2
 
