@@ -25,6 +25,11 @@ class GraphWeightsRescaledWarning(UserWarning):
 
 
 _SYMMETRIZE_MODES = ("max", "mean", "min", None)
+_SYMMETRY_RTOL = 1e-12
+"""Relative tolerance of :func:`as_graph`'s symmetry test: ``w_ij`` and ``w_ji`` count as equal
+when ``|w_ij - w_ji| <= 1e-12 max(|w_ij|, |w_ji|)`` (a kernel matrix computed in float64,
+such as ``sklearn.metrics.pairwise.rbf_kernel(X)``, differs from its transpose by rounding,
+~1e-16 relative); such pairs are averaged without a warning."""
 
 
 def as_graph(obj, n_nodes: int | None = None, *, weight: str = "weight",
@@ -45,7 +50,10 @@ def as_graph(obj, n_nodes: int | None = None, *, weight: str = "weight",
         ``w_ij = max(w_ij, w_ji)``, right for an edge list that names each edge once, such
         as a citation file's ``i < j`` pairs), ``"mean"``, ``"min"`` (mutual edges only) or
         ``None`` (keep it directed). A symmetrised input gives a
-        :class:`DirectedGraphWarning` naming how many edges were one-directional.
+        :class:`DirectedGraphWarning` naming how many edges were one-directional and how
+        many pairs had unequal weights. Two weights within a relative 1e-12 of each other
+        count as equal (the rounding of a computed kernel): such a matrix is averaged with
+        its transpose, without a warning.
       nodelist: node order of a networkx graph.
       on_host: return a host graph (NumPy fields; :class:`Graph`), as the estimators whose
         solvers run on the host do.
@@ -165,23 +173,36 @@ def _edge_list_matrix(edges: np.ndarray, n_nodes) -> sp.csr_matrix:
 
 
 def _report_and_symmetrize(matrix: sp.csr_matrix, mode: str) -> sp.csr_matrix:
+    """``matrix`` made undirected by ``mode``, with a :class:`DirectedGraphWarning` when it
+    was directed: edges given in one direction only, or pairs whose two weights differ by
+    more than ``_SYMMETRY_RTOL`` (1e-12) of the larger. Pairs equal within that tolerance
+    (the rounding of a computed kernel such as ``rbf_kernel(X)``) count as symmetric and are
+    averaged quietly, which makes the matrix exactly symmetric."""
     matrix = matrix.tocsr()
     matrix.setdiag(0)
     matrix.eliminate_zeros()
     present = (matrix != 0).astype(np.int8)
     mutual = present.multiply(present.T)
     one_way = int(present.nnz - mutual.nnz)
-    unequal = int((abs(matrix - matrix.T).multiply(mutual) != 0).nnz // 2)
+    difference = abs(matrix - matrix.T).multiply(mutual).tocsr()
+    larger = abs(matrix).maximum(abs(matrix.T)).multiply(mutual).tocsr()
+    unequal = int(((difference - _SYMMETRY_RTOL * larger) > 0).nnz // 2)
     if one_way == 0 and unequal == 0:
-        return matrix
+        if difference.nnz == 0:
+            return matrix
+        return ((matrix + matrix.T) * 0.5).tocsr()  # rounding only: exactly symmetric
     n_edges = int(present.nnz - mutual.nnz // 2)
     rule = {"max": "max(w_ij, w_ji), the union", "mean": "(w_ij + w_ji) / 2",
             "min": "min(w_ij, w_ji), mutual edges only"}[mode]
+    others = " / ".join(repr(m) for m in ("max", "mean", "min") if m != mode)
     warn_user(
         f"graph: directed input: {one_way} of {n_edges} edges are given in one direction only"
-        + (f" and {unequal} pairs have unequal weights" if unequal else "")
-        + f"; symmetrised with symmetrize={mode!r} (w_ij = {rule}). Give both directions, or "
-        "choose symmetrize='max' / 'mean' / 'min' (None keeps it directed).",
+        + (f" and {unequal} pairs have unequal weights (beyond a relative {_SYMMETRY_RTOL:g})"
+           if unequal else "")
+        + f"; symmetrised with symmetrize={mode!r} (w_ij = {rule}). To avoid this warning, "
+        "give a symmetric graph (each edge in both directions, with equal weights); "
+        f"symmetrize={others} combine the two directions by another rule, and None keeps "
+        "the graph directed.",
         DirectedGraphWarning
     )
     return _symmetrized_matrix(matrix, mode)

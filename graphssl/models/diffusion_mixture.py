@@ -153,7 +153,9 @@ class DirichletDiffusionMixture:
           balance: use p_BAL of Eq. 5 (True) or ``prod_i eta_{y_i}`` (False, Fig. 2 left).
           laplacian_kind: ``"symmetric"`` (I - S) or ``"walder"`` (diag(S 1) - S).
           diffusion: precomputed ``D_tau`` (float[m, m], finite, non-negative, columns
-            summing to one within a relative 1e-6).
+            summing to one within ``max(1e-6, 8 sqrt(m) eps)``, eps the resolution of the
+            coarser of its dtype and ``dtype``: 1e-6 in float64, 2.5e-5 for float32 at
+            m = 700; :func:`_diffusion_tolerance`).
           dtype: float dtype of the arrays (default: JAX's default float).
         """
         m = graph.n_nodes
@@ -169,14 +171,14 @@ class DirichletDiffusionMixture:
         check_scalar(alpha, "alpha", strict=True)
         check_scalar(gamma, "gamma")
         eta, from_graph = _class_prior(class_prior, labels, n_classes)
+        dtype = dtype or jnp.zeros(()).dtype
         D = (diffusion_pmfs(graph, tau, laplacian_kind) if diffusion is None
-             else _check_diffusion(diffusion, m))
+             else _check_diffusion(diffusion, m, dtype))
         D = np.maximum(D, _MIN_PMF)
         index, lap, diag = normalized_laplacian_table(graph, laplacian_kind)
         # a bucketed width: graphs of one size share the compiled samplers (padding changes
         # nothing; see graphssl.graph.core.bucket_width)
         index, lap = padded_to_bucket(index, lap)
-        dtype = dtype or jnp.zeros(()).dtype
         arr = lambda x: jnp.asarray(x, dtype=dtype)  # noqa: E731
         model = cls(
             log_diffusion=arr(np.log(D)),
@@ -232,7 +234,8 @@ class DirichletDiffusionMixture:
 
 
 _CLASS_PRIORS = ("labelled", "graph")
-_DIFFUSION_TOLERANCE = 1e-6  # relative error allowed in the column sums of a given D_tau
+_DIFFUSION_TOLERANCE = 1e-6  # least error allowed in the column sums of a given D_tau
+_DIFFUSION_EPS_FACTOR = 8.0  # ... and 8 sqrt(m) eps of its working dtype (_diffusion_tolerance)
 
 
 def _class_prior(class_prior, labels: np.ndarray, n_classes: int):
@@ -265,10 +268,31 @@ def _class_prior(class_prior, labels: np.ndarray, n_classes: int):
     return eta, False
 
 
-def _check_diffusion(diffusion, m: int) -> np.ndarray:
+def _coarsest_float(*dtypes) -> np.dtype:
+    """The float dtype of least resolution among ``dtypes`` (float64 when none is a float)."""
+    floats = [dt for dt in map(np.dtype, dtypes) if np.issubdtype(dt, np.floating)]
+    return max(floats, key=lambda dt: float(np.finfo(dt).eps), default=np.dtype(np.float64))
+
+
+def _diffusion_tolerance(m: int, *dtypes) -> float:
+    """The error allowed in the column sums (and below zero in the entries) of a given
+    ``D_tau`` of m rows: ``max(1e-6, 8 sqrt(m) eps)``, eps the resolution of the coarsest
+    float dtype of ``dtypes`` (the matrix's and the model's; non-float dtypes are exact).
+
+    A column normalised in a dtype of resolution eps sums to one within about
+    ``sqrt(m) eps`` (the rounding of its m-term sum, a random walk); 8 sqrt(m) eps leaves room
+    for the largest of m columns, and still refuses a kernel that was not normalised. In
+    float32: 1.7e-5 at m = 300, 9.5e-5 at m = 10,000; in float64 the 1e-6 floor."""
+    eps = float(np.finfo(_coarsest_float(*dtypes)).eps)
+    return max(_DIFFUSION_TOLERANCE, _DIFFUSION_EPS_FACTOR * float(np.sqrt(m)) * eps)
+
+
+def _check_diffusion(diffusion, m: int, dtype=np.float64) -> np.ndarray:
     """A given ``D_tau`` as float64[m, m]: finite, non-negative (to the tolerance), each
-    column summing to one within a relative ``_DIFFUSION_TOLERANCE``."""
+    column summing to one within :func:`_diffusion_tolerance` of ``m``, the matrix's dtype
+    and the model's ``dtype``."""
     try:
+        given_dtype = np.asarray(diffusion).dtype
         D = np.asarray(diffusion, dtype=np.float64)
     except (TypeError, ValueError):
         raise ValueError(f"diffusion: expected a float ({m}, {m}) matrix of p.m.f. columns, "
@@ -278,14 +302,20 @@ def _check_diffusion(diffusion, m: int) -> np.ndarray:
     if not np.all(np.isfinite(D)):
         raise ValueError("diffusion: contains NaN or inf; each column must be a p.m.f. "
                          "(graphssl.models.diffusion_mixture.diffusion_pmfs builds one)")
-    if D.min() < -_DIFFUSION_TOLERANCE:
+    tolerance = _diffusion_tolerance(m, given_dtype, dtype)
+    if D.min() < -tolerance:
         raise ValueError(f"diffusion: negative entries (down to {D.min():.3g}); each column "
                          "must be a p.m.f. (non-negative, summing to one)")
     sums = D.sum(axis=0)
     worst = int(np.argmax(np.abs(sums - 1.0)))
-    if abs(sums[worst] - 1.0) > _DIFFUSION_TOLERANCE:
-        raise ValueError(f"diffusion: columns must sum to one (column {worst} sums to "
-                         f"{sums[worst]:.6g}); normalise them, D / D.sum(axis=0)")
+    if abs(sums[worst] - 1.0) > tolerance:
+        raise ValueError(
+            f"diffusion: columns must sum to one (within {tolerance:.2g} for {m} rows in "
+            f"{_coarsest_float(given_dtype, dtype).name}); column {worst} sums to "
+            f"{float(sums[worst])!r}, "
+            f"off by {abs(float(sums[worst]) - 1.0):.3g}. "
+            "graphssl.models.diffusion_mixture.diffusion_pmfs builds normalised p.m.f.s; "
+            "for a matrix of your own, normalise its columns: D / D.sum(axis=0)")
     return D
 
 

@@ -59,6 +59,11 @@ def diffusion_pmfs_for_taus(graph: Graph, taus, laplacian_kind: str = "symmetric
     """:func:`diffusion_pmfs` for each diffusion time of ``taus`` (a grid search), from one
     eigendecomposition of the Laplacian: a list of float64[m, m].
 
+    The eigendecomposition runs in the graph's weight dtype (float32 unless JAX's x64 mode is
+    on); the kernel is normalised in float64, so every column sums to one to float64
+    rounding (a float32 normalisation leaves errors of ~sqrt(m) float32 eps, 1e-6 at
+    m = 200). These are host arrays: a model stores them in its own dtype.
+
     A graph of several connected components has a block-diagonal Laplacian and heat kernel:
     each component's block is decomposed on its own (exact; no diffusion crosses between
     components, so those entries are the 1e-30 floor). The cost is the sum of the cubes of the
@@ -78,6 +83,7 @@ def diffusion_pmfs_for_taus(graph: Graph, taus, laplacian_kind: str = "symmetric
             K = np.zeros((graph.n_nodes, graph.n_nodes))
             for idx, w, V in blocks:
                 K[np.ix_(idx, idx)] = (V * np.exp(-0.5 * tau * w)) @ V.T
+        K = np.asarray(K, dtype=np.float64)
         K = np.maximum(0.5 * (K + K.T), _MIN_PMF)
         pmfs.append(K / K.sum(axis=0, keepdims=True))
     return pmfs
