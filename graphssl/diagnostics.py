@@ -122,7 +122,7 @@ def _extras(extra_posterior, shape) -> dict:
 def to_arviz(samples, *, model=None, observed_labels=None, pairs=None,
              n_pairs: int = DEFAULT_N_PAIRS, extra_posterior=None, extra_dims=None,
              extra_coords=None, label_marginals=None, map_labels=None, node_names=None,
-             class_names=None, log_likelihood=None):
+             class_names=None, log_likelihood=None, posterior_mean_labels=None):
     """ArviZ 1.x ``DataTree`` of a sampler run, laid out for ArviZ's defaults.
 
     Groups:
@@ -142,8 +142,10 @@ def to_arviz(samples, *, model=None, observed_labels=None, pairs=None,
         through a field, ``clamp=False``), else the clamped nodes of ``model``.
       ``constant_data``: ``label_marginals [node, class]`` (posterior mean of the one-hot
         labels, or the ``label_marginals`` given, e.g. Rao-Blackwellised ones),
-        ``posterior_mean_labels [node]`` (their argmax), ``map_labels [node]`` (the
-        sampler's best state, or the ``map_labels`` given, e.g. refined by ICM),
+        ``posterior_mean_labels [node]`` (their argmax, or the ``posterior_mean_labels``
+        given: an estimator's decided labels, e.g. after class-mass normalisation),
+        ``map_labels [node]`` (the sampler's best state, or the ``map_labels`` given, e.g.
+        refined by ICM; the estimators pass their ``map_labels_``),
         ``coassignment_pairs [pair, pair_end]`` (node indices of each traced pair) and
         ``clamped [node]`` when ``model`` is given.
       ``log_likelihood`` (what ``az.loo`` / :func:`psis_loo` read): ``observed_labels
@@ -190,15 +192,18 @@ def to_arviz(samples, *, model=None, observed_labels=None, pairs=None,
     marginals = _marginals(labels, q) if label_marginals is None else np.asarray(
         label_marginals, dtype=float)
     map_labels = np.asarray(samples.map_labels if map_labels is None else map_labels)
-    if marginals.shape != (n, q) or map_labels.shape != (n,):
-        raise ValueError(f"label_marginals must be float[{n}, {q}] and map_labels int[{n}], "
-                         f"got {marginals.shape} and {map_labels.shape}")
+    decided = (marginals.argmax(axis=1) if posterior_mean_labels is None
+               else np.asarray(posterior_mean_labels))
+    if marginals.shape != (n, q) or map_labels.shape != (n,) or decided.shape != (n,):
+        raise ValueError(f"label_marginals must be float[{n}, {q}], map_labels and "
+                         f"posterior_mean_labels int[{n}], got {marginals.shape}, "
+                         f"{map_labels.shape} and {decided.shape}")
     sample_stats = {"energy": stats["energy"]}
     sample_stats.update({k: np.asarray(v) for k, v in samples.stats.items()
                          if k not in posterior})
     constant = {
         "label_marginals": marginals,
-        "posterior_mean_labels": marginals.argmax(axis=1),
+        "posterior_mean_labels": decided,
         "map_labels": map_labels,
         "coassignment_pairs": pairs,
     }

@@ -387,7 +387,7 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         if len(self.classes_) == int(self.samples_.n_classes):
             kwargs.setdefault("class_names", self.classes_)
         kwargs.setdefault("model", self._sampled_model)
-        return to_arviz(self.samples_, **kwargs)
+        return to_arviz(self.samples_, **self._reported_labels(kwargs))
 
     # ------------------------------------------------------------------ the fit
     def _chains(self) -> bl.ChainSettings:
@@ -428,12 +428,6 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self.suspected_label_errors_ = post.suspected_errors
         self._map_encoded = np.asarray(post.map_labels)  # map_labels_ set by the base
         self.map_search_ = post.map_search
-        self.map_report_ = None
-        if post.map_search is not None:  # why MAP and posterior mean differ, if they do
-            from graphssl.inference.optimize.map_search import map_report
-
-            self.map_report_ = map_report(post.map_labels, distributions.argmax(1),
-                                          post.map_search, free=labels < 0)
         self._report_ordered_phase(post.posterior_mean_labels, labels, n_classes)
         if learning == "grid":
             self._report_uncarried_labels(marginals, labels)
@@ -453,6 +447,14 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         if post.samples is not None:  # R-hat / ESS of the final posterior's chains
             self._check_chains(post, graph, labels, n_classes)
             self._probe_metastability(post, labels, jax.random.fold_in(k_post, 1))
+        self.map_report_ = None
+        if post.map_search is not None:  # why MAP and posterior mean differ, if they do
+            from graphssl.inference.optimize.map_search import map_report
+
+            converged = None if post.samples is None else self.convergence_.converged
+            self.map_report_ = map_report(post.map_labels, distributions.argmax(1),
+                                          post.map_search, free=labels < 0,
+                                          converged=converged)
         return distributions
 
     def _probe_metastability(self, post, labels, key) -> None:

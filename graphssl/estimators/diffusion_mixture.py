@@ -499,7 +499,7 @@ class DiffusionMixtureClassifier(FeaturePriorMixin, GraphSSLClassifier):
         check_is_fitted(self, "samples_")
         kwargs.setdefault("extra_posterior", self._invariant_traces())
         kwargs.setdefault("label_marginals", class_marginals(self.samples_))
-        kwargs.setdefault("map_labels", self._map_encoded)
+        self._reported_labels(kwargs)  # map_labels_ and transduction_ as class codes
         recorded = getattr(self, "log_likelihood_", None)
         kwargs.setdefault("log_likelihood", False if recorded is None else recorded)
         if len(getattr(self, "classes_", ())) == int(self.samples_.n_classes):

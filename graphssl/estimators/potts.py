@@ -407,8 +407,10 @@ class PottsClassifier(GraphSSLClassifier):
 
         map_labels, self.map_search_ = map_search(model, samples=samples,
                                                   posterior_mean=posterior_mean)
+        report = getattr(self, "convergence_", None)
         self.map_report_ = map_report(map_labels, posterior_mean, self.map_search_,
-                                      free=np.asarray(labels) < 0)
+                                      free=np.asarray(labels) < 0,
+                                      converged=None if report is None else report.converged)
         return map_labels
 
     def to_arviz(self, **kwargs):
@@ -427,7 +429,7 @@ class PottsClassifier(GraphSSLClassifier):
         if len(getattr(self, "classes_", ())) == int(self.samples_.n_classes):
             kwargs.setdefault("class_names", self.classes_)
         kwargs.setdefault("model", self.model_)
-        return to_arviz(self.samples_, **kwargs)
+        return to_arviz(self.samples_, **self._reported_labels(kwargs))
 
 
 def _with_modes(marginals: np.ndarray, modes: np.ndarray) -> np.ndarray:

@@ -13,10 +13,14 @@ renamed, so their R-hat and ESS mean what they say:
 :func:`convergence_report` applies the rule every sampled fit uses: rank-normalised split
 R-hat (Vehtari et al. 2021) at most ``rhat_max = 1.01`` and bulk ESS at least
 ``ess_min = 100`` for every statistic that moves (a statistic constant over all draws has no
-R-hat and is skipped). Long traces are thinned to at most ``max_draws`` draws per chain first
-(cheap: R-hat of a handful of scalars; thinning can only lower the ESS estimate, so the rule
-stays on the safe side). ``graphssl.diagnostics.check_convergence`` turns a failed report into
-a :class:`ConvergenceWarning`; drivers that run until convergence use the same report.
+R-hat and is skipped; when none moves, nothing is judged and the report is not converged).
+Long traces are thinned to at most ``max_draws`` draws per chain first (cheap: R-hat of a
+handful of scalars). Thinning is not conservative: the thinned estimates carry their own
+Monte-Carlo error, and on autocorrelated AR(1) chains the thinned ESS came out above the
+all-draws one on 33 of 40 seeds, and one R-hat of 1.0102 on all draws read 1.0098 thinned
+(pass ``max_draws=None`` to judge every draw). ``graphssl.diagnostics.check_convergence``
+turns a failed report into a :class:`ConvergenceWarning`; drivers that run until
+convergence use the same report.
 """
 
 from __future__ import annotations
@@ -255,7 +259,10 @@ def label_stability(per_chain_marginals, free=None, z: float = 2.0) -> LabelStab
     rows = np.arange(n)
     lead = p[:, rows, order[:, 0]] - p[:, rows, order[:, 1]]  # [K, n]
     se = lead.std(axis=0, ddof=1) / np.sqrt(n_chains)
-    unsettled = (se > 0) & (lead.mean(axis=0) <= z * se)
+    # open: the lead within z standard errors, or an exact tie in every chain (lead and se
+    # 0: a node whose neighbours are all clamped, one of each class, read as settled)
+    mean_lead = lead.mean(axis=0)
+    unsettled = ((se > 0) & (mean_lead <= z * se)) | ((se == 0) & (mean_lead == 0))
     own = p.argmax(axis=2)
     disagree = np.any(own != own[:1], axis=0)
     count = max(int(free.sum()), 1)
@@ -268,7 +275,8 @@ class ConvergenceReport(NamedTuple):
 
     Attributes:
       converged: every moving statistic has R-hat <= ``rhat_max`` and ESS >= ``ess_min``
-        (False when there are fewer than 4 draws per chain: nothing can be judged).
+        (False when there are fewer than 4 draws per chain, or when no statistic moved in
+        any chain: nothing can be judged).
       max_rhat, min_ess: the worst values over the moving statistics (NaN when none moves).
       rhat, ess: ``{name: float[k]}`` per statistic column (NaN where it never changes).
       failing: ``("energy: R-hat 1.08", "class_sizes[1]: ESS 40", ...)``, worst first.
@@ -308,6 +316,22 @@ class ConvergenceReport(NamedTuple):
                 "has them)" + ("" if self.stability is None else self.stability.sentence()))
 
 
+FROZEN = ("no traced statistic moved in any chain (energy, class sizes and co-assignments "
+          "constant over every draw): the chains never left one labelling, so nothing could "
+          "be judged; either the posterior is concentrated on it or the kernel cannot leave "
+          "it (frozen Gibbs chains reported a state 6.8 nats above the model's mode as "
+          "converged): compare with the MAP search (map_report_) or sample with "
+          "swendsen_wang")
+"""The ``failing`` entry of a report whose statistics never moved."""
+
+
+def _moves(value) -> bool:
+    """Whether some column of ``[chains, draws, ...]`` takes two values over its draws."""
+    x = np.asarray(value, dtype=np.float64)
+    x = x.reshape(x.shape[0], x.shape[1], -1)
+    return bool(np.any(np.ptp(x, axis=(0, 1)) > 0))
+
+
 def _rhat_text(trace, rhat: float) -> str:
     """``"R-hat 1.08"``, or what an unbounded R-hat means: every chain constant at its own
     value (no within-chain spread; rank-normalised R-hat then comes out near 1e16)."""
@@ -328,7 +352,8 @@ def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: flo
     """R-hat / ESS rule over ``statistics = {name: [chains, draws] or [chains, draws, k]}``
     (e.g. :func:`invariant_statistics`, plus any continuous parameters).
 
-    A column constant over every draw is skipped; one holding NaN or inf fails, named. One
+    A column constant over every draw is skipped, but a report in which none moved is not
+    converged (:data:`FROZEN`); one holding NaN or inf fails, named. One
     chain never passes: R-hat compares chains, and without a second one it cannot be
     computed. Traces longer than ``max_draws`` per chain are thinned first
     (:func:`thin_draws`). ``column_names = {name: [str] * k}`` names the columns in
@@ -366,6 +391,8 @@ def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: flo
                 failing.append(((ess_min - e[k]) / ess_min, f"{label}: ESS {e[k]:.0f}"))
     if statistics and n_chains < 2:  # ArviZ's R-hat is NaN on one chain: nothing judged
         failing.append((np.inf, f"R-hat needs at least 2 chains, got {n_chains}"))
+    elif statistics and not failing and not any(_moves(value) for value in statistics.values()):
+        failing.append((np.inf, FROZEN))
     finite_r = np.concatenate([v for v in rhat.values()] or [np.zeros(0)])
     finite_e = np.concatenate([v for v in ess.values()] or [np.zeros(0)])
     finite_r, finite_e = finite_r[np.isfinite(finite_r)], finite_e[np.isfinite(finite_e)]

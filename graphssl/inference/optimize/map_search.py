@@ -67,7 +67,8 @@ class MapReport(NamedTuple):
     """:func:`map_report`'s verdict. ``disagreement``: fraction of the compared nodes where
     MAP and posterior-mean labels differ; ``energies``: a copy of
     :attr:`MapSearchInfo.energies`; ``best``: the MAP's candidate name; ``verdict``:
-    ``"agree"``, ``"search"`` or ``"model"`` (:func:`map_report`); ``explanation``: a
+    ``"agree"``, ``"search"``, ``"model"`` or ``"chains"`` (:func:`map_report`);
+    ``explanation``: a
     sentence saying why, with the energies."""
 
     disagreement: float
@@ -168,7 +169,8 @@ def map_search(model, *, samples=None, posterior_mean=None, expansion: bool = Tr
     return candidates[best], info
 
 
-def map_report(map_labels, posterior_mean, info, *, free=None, tolerance: float = 0.03):
+def map_report(map_labels, posterior_mean, info, *, free=None, tolerance: float = 0.03,
+               converged: bool | None = None):
     """Why MAP and posterior mean differ, energies side by side.
 
     ``info``: :func:`map_search`'s :class:`MapSearchInfo`; ``free``: bool[n] nodes to
@@ -179,7 +181,10 @@ def map_report(map_labels, posterior_mean, info, *, free=None, tolerance: float 
     labelling's energy: the chains never reported the mode, the search found lower); or
     ``"model"`` (the lowest energy found lies below the posterior-mean labelling's: the
     model's mode is not its posterior mean, as at a low-temperature phase or with weak
-    labels), with a sentence in ``explanation``.
+    labels), with a sentence in ``explanation``; or ``"chains"`` when ``converged`` is
+    False (the fit's convergence report failed): the chains' posterior mean is then not the
+    model's, and the disagreement cannot be put on the model or the search (frozen Gibbs
+    chains 6.8 nats above the mode read "model" before). ``converged=None``: not known.
     """
     a, b = np.asarray(map_labels), np.asarray(posterior_mean)
     free = np.ones(a.shape, bool) if free is None else np.asarray(free, bool)
@@ -195,7 +200,15 @@ def map_report(map_labels, posterior_mean, info, *, free=None, tolerance: float 
              f"energies: MAP ({info.best}) {e_map:.6g}, posterior-mean labels {e_pm:.6g}"]
     if np.isfinite(e_chain):
         parts.append(f", chains' best draw {e_chain:.6g}")
-    if np.isfinite(e_chain) and e_chain > e_pm:
+    if converged is False:
+        verdict = "chains"
+        parts.append(". The chains did not converge (see the fit's convergence report), so "
+                     "their posterior mean is not the model's: the disagreement says nothing "
+                     "about the model's mode yet; run the chains longer or with another "
+                     "kernel (swendsen_wang), or from other starts")
+        parts.append(f"; the search's state lies {e_chain - e_map:.3g} below every draw."
+                     if np.isfinite(e_chain) and e_map < e_chain else ".")
+    elif np.isfinite(e_chain) and e_chain > e_pm:
         verdict = "search"
         parts.append(". The chains' best draw lies above the posterior-mean labelling: the "
                      f"sampler never visited the mode, the search ({info.best}) found it")
