@@ -12,7 +12,6 @@ import scipy.sparse as sp
 
 from graphssl.estimators import PottsClassifier
 from graphssl.inference.mcmc.statistics import (
-    FROZEN,
     ConvergenceWarning,
     convergence_report,
     label_stability,
@@ -45,14 +44,14 @@ def frozen_fit():
     return clf, caught
 
 
-def test_statistics_that_never_move_are_not_converged():
-    """Every statistic constant: each column was skipped, nothing judged, and the report
-    said converged (R-hat and ESS NaN)."""
+def test_statistics_that_never_move_are_said_to_be_unjudged():
+    """Every statistic constant: each column is skipped and nothing judged; the report says
+    so (``moved``), and a search's lower energy fails it (test below)."""
     stats = {"energy": np.full((4, 300), -95.2), "class_sizes": np.tile([11.0, 1.0], (4, 300, 1))}
     report = convergence_report(stats)
-    assert not report.converged and report.failing == (FROZEN,)
+    assert report.converged and not report.moved and report.failing == ()
     moving = dict(stats, energy=np.random.default_rng(0).normal(size=(4, 300)))
-    assert convergence_report(moving).converged
+    assert convergence_report(moving).moved
 
 
 def test_frozen_gibbs_chains_are_reported(frozen_fit):
@@ -63,9 +62,24 @@ def test_frozen_gibbs_chains_are_reported(frozen_fit):
     assert np.ptp(np.asarray(clf.samples_.energy)) == 0.0
     assert not clf.convergence_.converged
     assert any(issubclass(w.category, ConvergenceWarning) and "no traced statistic moved"
-               in str(w.message) for w in caught)
+               in str(w.message) and "search found a labelling 6.8 below" in str(w.message)
+               for w in caught)
     assert clf.map_report_.verdict == "chains"
     assert clf.map_search_.energy < clf.map_search_.energies["chains_best"] - 6
+
+
+def test_chains_frozen_at_the_mode_stand():
+    """A posterior concentrated on one labelling (the search finds nothing lower) keeps its
+    converged report: the Boltzmann MRF of the README's two moons, 50 labels."""
+    from types import SimpleNamespace
+
+    from graphssl.diagnostics import check_convergence
+
+    frozen = SimpleNamespace(labels=np.zeros((4, 300, 5), np.int8),
+                             energy=np.full((4, 300), -12.0), n_classes=2)
+    assert check_convergence(frozen, lowest_energy=-12.0, warn=False).converged
+    stuck = check_convergence(frozen, lowest_energy=-13.5, warn=False)
+    assert not stuck.converged and "1.5 below" in stuck.failing[0]
 
 
 def test_labels_tied_exactly_in_every_chain_are_open():

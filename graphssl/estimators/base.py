@@ -414,13 +414,15 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         return np.array(dist, dtype=np.float64) if scaling is None else _scaled_rows(
             dist, scaling[1], scaling[0])
 
-    def _check_chains_with(self, samples, model, labels, per_chain, graph) -> None:
+    def _check_chains_with(self, samples, model, labels, per_chain, graph,
+                           lowest_energy=None) -> None:
         """``convergence_`` of ``samples`` (:func:`graphssl.diagnostics.check_convergence`:
         a warning when they fail, or leave many labels open), the labels' Monte-Carlo
         stability read from ``per_chain`` (``float[chains, n, C]``, each chain's marginals
         on the scale the labels are decided on); nodes no label reaches take the class
         prior, not the chains, and are not counted as open (their rows set to one decided
-        class in every chain: an exact tie counts as open)."""
+        class in every chain: an exact tie counts as open). ``lowest_energy``: the MAP
+        search's, which fails chains that never moved above it."""
         from graphssl.diagnostics import check_convergence
 
         per_chain = np.array(per_chain, dtype=np.float64)
@@ -429,7 +431,7 @@ class GraphSSLClassifier(ClassifierMixin, BaseEstimator):
         per_chain[:, unreached, 0] = 1.0
         self.convergence_ = check_convergence(
             samples, model=model, observed_labels=labels, label_marginals=per_chain,
-            source=type(self).__name__)
+            source=type(self).__name__, lowest_energy=lowest_energy)
 
     def _unreached_mask(self, graph, labels) -> np.ndarray:
         """``bool[n]``: unlabelled nodes in graph components without a labelled node."""

@@ -510,7 +510,9 @@ class BoltzmannMRFClassifier(FeaturePriorMixin, GraphSSLClassifier):
         self._training_labels = labels
         per_chain = rao_blackwell_chain_marginals(post.model, post.samples)[..., :n_classes]
         per_chain = np.stack([self._class_mass_rescaled(p) for p in per_chain])
-        self._check_chains_with(post.samples, post.model, labels, per_chain, graph)
+        lowest = None if post.map_search is None else post.map_search.energy
+        self._check_chains_with(post.samples, post.model, labels, per_chain, graph,
+                                lowest_energy=lowest)
 
     def _grid_settings(self) -> bs.GridSettings:
         """``grid`` as a :class:`~graphssl.inference.boltzmann.selection.GridSettings`: None

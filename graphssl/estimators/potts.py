@@ -392,21 +392,31 @@ class PottsClassifier(GraphSSLClassifier):
         # class prior, not the chains, and are not counted)
         per_chain = rao_blackwell_chain_marginals(model, samples, n_classes)
         marginals = per_chain.mean(axis=0)
-        self._check_chains_with(samples, model, labels, per_chain, model.graph)
-        self._map_encoded = self._map_search(model, samples, marginals.argmax(1), labels)
+        # the MAP search first: its energy tells chains that never moved at the mode from
+        # chains stuck above it
+        map_labels, search = self._search_map(model, samples, marginals.argmax(1))
+        self._check_chains_with(samples, model, labels, per_chain, model.graph,
+                                lowest_energy=search.energy)
+        self._map_encoded = self._report_map(map_labels, marginals.argmax(1), labels)
         return marginals
 
-    def _map_search(self, model, samples, posterior_mean, labels):
+    def _search_map(self, model, samples, posterior_mean):
         """MAP = lowest energy among the chains' best draw, ICM from it and from the
         posterior-mean labels, and alpha-expansion from the best of those
         (:func:`graphssl.inference.optimize.map_search.map_search`); ``map_search_`` (a
-        ``MapSearchInfo``) holds the energies side by side, ``map_report_`` (a
-        ``MapReport``) says whether a MAP / posterior-mean
-        disagreement above 3 % of the unlabelled nodes is the model's or the search's."""
-        from graphssl.inference.optimize.map_search import map_report, map_search
+        ``MapSearchInfo``) holds the energies side by side. Returns ``(labels, info)``."""
+        from graphssl.inference.optimize.map_search import map_search
 
         map_labels, self.map_search_ = map_search(model, samples=samples,
                                                   posterior_mean=posterior_mean)
+        return map_labels, self.map_search_
+
+    def _report_map(self, map_labels, posterior_mean, labels):
+        """``map_report_`` (a ``MapReport``): whether a MAP / posterior-mean disagreement
+        above 3 % of the unlabelled nodes is the model's, the search's or (unconverged) the
+        chains'. Returns ``map_labels``."""
+        from graphssl.inference.optimize.map_search import map_report
+
         report = getattr(self, "convergence_", None)
         self.map_report_ = map_report(map_labels, posterior_mean, self.map_search_,
                                       free=np.asarray(labels) < 0,

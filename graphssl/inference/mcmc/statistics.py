@@ -13,7 +13,8 @@ renamed, so their R-hat and ESS mean what they say:
 :func:`convergence_report` applies the rule every sampled fit uses: rank-normalised split
 R-hat (Vehtari et al. 2021) at most ``rhat_max = 1.01`` and bulk ESS at least
 ``ess_min = 100`` for every statistic that moves (a statistic constant over all draws has no
-R-hat and is skipped; when none moves, nothing is judged and the report is not converged).
+R-hat and is skipped; when none moves, nothing is judged: ``moved`` is False, and
+``check_convergence`` fails the report when a search found a lower energy).
 Long traces are thinned to at most ``max_draws`` draws per chain first (cheap: R-hat of a
 handful of scalars). Thinning is not conservative: the thinned estimates carry their own
 Monte-Carlo error, and on autocorrelated AR(1) chains the thinned ESS came out above the
@@ -284,6 +285,10 @@ class ConvergenceReport(NamedTuple):
       stability: the :class:`LabelStability` of the labelling (None where no per-chain
         marginals were judged); an unconverged report's advice says how many labels it
         leaves open.
+      moved: False when no statistic moved in any chain: nothing could be judged (a
+        posterior concentrated on one labelling, or chains that cannot leave their start);
+        :func:`graphssl.diagnostics.check_convergence` fails such a report when a search
+        found a lower energy than the chains' (:data:`FROZEN`).
     """
 
     converged: bool
@@ -297,6 +302,7 @@ class ConvergenceReport(NamedTuple):
     rhat_max: float
     ess_min: float
     stability: LabelStability | None = None
+    moved: bool = True
 
     def advice(self) -> str:
         """One sentence naming the fix (empty when converged)."""
@@ -317,12 +323,10 @@ class ConvergenceReport(NamedTuple):
 
 
 FROZEN = ("no traced statistic moved in any chain (energy, class sizes and co-assignments "
-          "constant over every draw): the chains never left one labelling, so nothing could "
-          "be judged; either the posterior is concentrated on it or the kernel cannot leave "
-          "it (frozen Gibbs chains reported a state 6.8 nats above the model's mode as "
-          "converged): compare with the MAP search (map_report_) or sample with "
-          "swendsen_wang")
-"""The ``failing`` entry of a report whose statistics never moved."""
+          "constant over every draw), and a search found a labelling {gap:.3g} below the "
+          "chains' energy: the chains are stuck in their start, not at a concentrated "
+          "posterior; sample with swendsen_wang or from other starts")
+"""The ``failing`` entry of a frozen report below whose energy a search found a state."""
 
 
 def _moves(value) -> bool:
@@ -352,8 +356,8 @@ def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: flo
     """R-hat / ESS rule over ``statistics = {name: [chains, draws] or [chains, draws, k]}``
     (e.g. :func:`invariant_statistics`, plus any continuous parameters).
 
-    A column constant over every draw is skipped, but a report in which none moved is not
-    converged (:data:`FROZEN`); one holding NaN or inf fails, named. One
+    A column constant over every draw is skipped (a report in which none moved says so:
+    ``moved``); one holding NaN or inf fails, named. One
     chain never passes: R-hat compares chains, and without a second one it cannot be
     computed. Traces longer than ``max_draws`` per chain are thinned first
     (:func:`thin_draws`). ``column_names = {name: [str] * k}`` names the columns in
@@ -391,8 +395,7 @@ def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: flo
                 failing.append(((ess_min - e[k]) / ess_min, f"{label}: ESS {e[k]:.0f}"))
     if statistics and n_chains < 2:  # ArviZ's R-hat is NaN on one chain: nothing judged
         failing.append((np.inf, f"R-hat needs at least 2 chains, got {n_chains}"))
-    elif statistics and not failing and not any(_moves(value) for value in statistics.values()):
-        failing.append((np.inf, FROZEN))
+    moved = not statistics or any(_moves(value) for value in statistics.values())
     finite_r = np.concatenate([v for v in rhat.values()] or [np.zeros(0)])
     finite_e = np.concatenate([v for v in ess.values()] or [np.zeros(0)])
     finite_r, finite_e = finite_r[np.isfinite(finite_r)], finite_e[np.isfinite(finite_e)]
@@ -408,4 +411,5 @@ def convergence_report(statistics: dict, *, rhat_max: float = 1.01, ess_min: flo
         n_draws=int(n_draws),
         rhat_max=float(rhat_max),
         ess_min=float(ess_min),
+        moved=bool(moved),
     )
