@@ -374,7 +374,8 @@ def format_table(summary: dict[str, dict], budget: ConvergenceBudget | None = No
     if unconverged:
         lines.append(
             f"* not converged (R-hat > {budget.target_rhat} or ESS < {budget.min_ess:.0f} on "
-            f"an invariant statistic after {2 ** budget.max_doublings}x the draws) on split(s) "
+            f"an invariant statistic after up to {2 ** budget.max_doublings}x the draws) on "
+            "split(s) "
             + "; ".join(f"{n}: {summary[n]['unconverged_splits']}" for n in unconverged)
             + " -- read those rows' posterior figures with care")
     frozen = [n for n, row in summary.items()
@@ -384,6 +385,13 @@ def format_table(summary: dict[str, dict], budget: ConvergenceBudget | None = No
             f"R-hat '-' on a sampled row ({', '.join(frozen)}): no statistic moved in any "
             "chain, so R-hat is undefined: a posterior that sharp, or chains that never left "
             "their start")
+    stuck = [n for n, row in summary.items()
+             if row.get("converged") is False and row.get("rhat_max_mean") is None]
+    if stuck:
+        lines.append(
+            f"R-hat '-' on a row marked * ({', '.join(stuck)}): no statistic moved in any "
+            "chain, and the MAP search found a lower energy than the chains': stuck chains "
+            "(their draws were not multiplied; more cannot help), not a sharp posterior")
     for name, row in summary.items():  # unreached nodes, ordered phases, rescaled graphs...
         for text, splits in row.get("warnings", {}).items():
             short = text if len(text) <= 160 else text[:157] + "..."

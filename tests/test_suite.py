@@ -248,3 +248,7 @@ def test_frozen_chains_are_not_given_more_draws(moons):
     _FrozenSampler.fits = 0
     record, _ = suite.run_model("frozen", _FrozenSampler, graph, y, labelled)
     assert record["doublings"] == 0 and _FrozenSampler.fits == 1
+    stuck = record | {"rhat_max": None, "rhat_energy": None, "converged": False, "split": 0}
+    table = suite.format_table(suite.summarise({"frozen": [stuck]}), suite.ConvergenceBudget())
+    assert "frozen *" in table and "(frozen): no statistic moved" in table
+    assert "stuck chains" in table
