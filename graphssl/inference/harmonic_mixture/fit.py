@@ -4,9 +4,10 @@ Step 1: EM for the mixture (:mod:`graphssl.inference.optimize.em`); the backbone
 Eq. (6)
 (dense responsibilities, sparse top-k responsibilities, or k-means hard clusters, see
 :mod:`graphssl.models.harmonic_backbone`); step 2: the convex lambda step of Eqs. (3)-(5)
-(:mod:`graphssl.inference.optimize.harmonic_lambda`, re-exported here). Also the baselines of Sec. 4
-('sample' with the Delalleau et al. extension, 'EM') and the decision rules (median(f)
-thresholding, class mass normalisation).
+(:mod:`graphssl.inference.optimize.harmonic_lambda`, re-exported here). Re-exported too:
+prediction on new points (:mod:`.induction`), the baselines of Sec. 4 ('sample' with the
+Delalleau et al. extension) and the decision rules (median(f) thresholding, class mass
+normalisation; :mod:`.baselines`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphssl._warnings import warn_user
-from graphssl.inference.optimize.baselines.propagation import class_mass_normalization
+from graphssl.inference.harmonic_mixture.baselines import (
+    class_mass_normalize,
+    median_threshold,
+    sample_baseline,
+)
+from graphssl.inference.harmonic_mixture.induction import (
+    compiled_log_responsibilities,
+    predict_proba,
+)
 from graphssl.inference.optimize.em import (
     DEFAULT_OPTIONS,
     EMOptions,
@@ -28,7 +37,6 @@ from graphssl.inference.optimize.em import (
     init_gaussian_mixture,
     init_multinomial_mixture,
     kmeans,
-    kmeans_assign,
 )
 from graphssl.inference.optimize.harmonic_lambda import (
     LambdaInfo,
@@ -46,8 +54,7 @@ from graphssl.models.harmonic_backbone import (
     sparse_lift,
     top_k_responsibilities,
 )
-from graphssl.models.harmonic_mixture import MultinomialMixture, log_responsibilities
-from graphssl.validation import check_count, check_label_codes, check_real
+from graphssl.validation import check_count, check_label_codes
 
 __all__ = [
     "LambdaInfo",
@@ -295,229 +302,3 @@ def fit_harmonic_mixture(
     fitted = dataclasses.replace(mix, log_label_probs=log_lam)
     times = {"em": t_em, "backbone": t_backbone, "solve": t_solve}
     return HarmonicMixtureFit(fitted, lam, lam_em, Lt, em_info, info, times, centers, bb_info)
-
-
-def predict_proba(fit: HarmonicMixtureFit, X):
-    """Inductive p(y | x) = sum_m p(m | x) lambda_m for any points (Sec. 3.2, "unseen data");
-    with the k-means backbone, the nearest centre's lambda row. float64[n, C].
-
-    The log responsibilities come from the compiled program (the mixture's dtype, float32
-    unless x64 is on); they are exponentiated and normalised in float64, and so is each
-    row of the result: rows sum to one to float64 rounding. A point whose compiled values
-    are not finite (far from the data: from ~1e19 in float32 squared distances overflow),
-    or that lies beyond the compiled program's resolution (:func:`_beyond_resolution`), is
-    recomputed on the host in float64 (:func:`_host_log_responsibilities`,
-    :func:`_nearest_centers`): far out, p(m | x) goes to the component nearest in
-    Mahalanobis distance, and the point gets that component's class distribution."""
-    dense = X.todense() if hasattr(X, "todense") else X
-    with np.errstate(over="ignore"):  # beyond the float32 range: inf, recomputed below
-        Xj = jnp.asarray(dense)
-    if fit.centers is not None:
-        a, d2 = kmeans_assign(Xj, fit.centers)
-        a = np.array(a)
-        far = ~np.isfinite(np.asarray(d2)) | _beyond_resolution(dense, fit.centers, Xj.dtype)
-        if far.any():
-            a[far] = _nearest_centers(np.asarray(dense)[far], fit.centers)
-        return np.asarray(fit.label_probs, np.float64)[a]
-    log_r = np.asarray(compiled_log_responsibilities(fit.mixture, Xj), np.float64)
-    far = ~np.all(np.isfinite(log_r), axis=1)
-    if not isinstance(fit.mixture, MultinomialMixture):
-        far |= _beyond_resolution(dense, fit.mixture.means, Xj.dtype)
-    if far.any():
-        log_r[far] = _host_log_responsibilities(fit.mixture, np.asarray(dense)[far])
-    R = np.exp(log_r - log_r.max(axis=1, keepdims=True))
-    P = (R / R.sum(axis=1, keepdims=True)) @ np.asarray(fit.label_probs, np.float64)
-    return P / P.sum(axis=1, keepdims=True)
-
-
-def _scaled_about(X, center):
-    """``((X - center) / s, s)`` with ``s = max(1, max_d |x_d - center_d|)`` per row: points
-    of any size (up to float64's range) in a box of side 2, and their scales."""
-    X = np.asarray(X, np.float64) - center
-    s = np.maximum(1.0, np.abs(X).max(axis=1))
-    return X / s[:, None], s
-
-
-def _beyond_resolution(X, centers, dtype) -> np.ndarray:
-    """``bool[n]``: points farther from the centres' mean than ``1 / eps`` (of ``dtype``)
-    times the centres' spread (at least 1). There the compiled expanded squares
-    (``|x|^2 - 2 x.mu + |mu|^2``, rounding error ``eps |x|^2``) can no longer tell the
-    centres apart (their differences are ``~ |x| spread``): 8e6 spreads in float32."""
-    if not np.issubdtype(np.dtype(dtype), np.floating) or np.shape(X)[0] == 0:
-        return np.zeros(np.shape(X)[0], dtype=bool)
-    centers = np.asarray(centers, np.float64)
-    c = centers.mean(axis=0)
-    spread = max(1.0, float(np.abs(centers - c).max(initial=0.0)))
-    reach = np.abs(np.asarray(X, np.float64) - c).max(axis=1)
-    return reach * float(np.finfo(np.dtype(dtype)).eps) > spread
-
-
-def _nearest_centers(X, centers) -> np.ndarray:
-    """Index of each row's nearest centre, in float64 (the k-means backbone's assignment for
-    points too far for the compiled one). With ``x - c = s z`` (:func:`_scaled_about`, c the
-    centres' mean) and ``u_m = centre_m - c``, ``|x - centre_m|^2 = s^2 |z|^2 - 2 s z.u_m +
-    |u_m|^2``: the first term is common, and the rest keeps the centres apart however far x
-    is (``x - centre_m`` itself would round every centre away)."""
-    centers = np.asarray(centers, np.float64)
-    c = centers.mean(axis=0)
-    Z, s = _scaled_about(X, c)
-    U = centers - c
-    return np.argmin((U * U).sum(axis=1)[None, :] - 2.0 * s[:, None] * (Z @ U.T), axis=1)
-
-
-def _host_log_responsibilities(mixture, X) -> np.ndarray:
-    """``log p(m | x)``, float64[n, M], on the host for points whose compiled values are not
-    finite (a few rows, far from the data).
-
-    Gaussian: with ``x - c = s z`` (:func:`_scaled_about`, c the means' centre),
-    ``u_m = mu_m - c`` and ``P_m = Sigma_m^-1``, the Mahalanobis distance is
-    ``s^2 A_m - 2 s B_m + C_m`` (``A_m = z'P_m z``, ``B_m = z'P_m u_m``, ``C_m = u_m'P_m u_m``).
-    The term ``s^2 min_k A_k`` is common to every component and left out before anything
-    is added, so nothing overflows or rounds away: components of equal shape stay apart by
-    ``B_m`` (the nearest mean along x's direction wins) however far x is. Multinomial: the
-    float64 log joint ``x . log p_m + log gamma_m`` directly."""
-    X = np.asarray(X, np.float64)
-    log_w = np.asarray(mixture.log_weights, np.float64)
-    if isinstance(mixture, MultinomialMixture):
-        joint = X @ np.asarray(mixture.log_word_probs, np.float64).T + log_w[None, :]
-    else:
-        mu = np.asarray(mixture.means, np.float64)
-        cov = np.asarray(mixture.covariances, np.float64)
-        D = mu.shape[1]
-        c = mu.mean(axis=0)
-        Z, s = _scaled_about(X, c)
-        U = mu - c
-        kind = mixture.covariance_type
-        if kind == "spherical":
-            A = (Z * Z).sum(axis=1)[:, None] / cov[None, :]
-            B = (Z @ U.T) / cov[None, :]
-            C = (U * U).sum(axis=1) / cov
-            logdet = D * np.log(cov)
-        elif kind == "diag":
-            A = (Z * Z) @ (1.0 / cov).T
-            B = Z @ (U / cov).T
-            C = (U * U / cov).sum(axis=1)
-            logdet = np.log(cov).sum(axis=1)
-        else:
-            chol = np.linalg.cholesky(cov)  # [M, D, D]
-            inv_chol = np.linalg.inv(chol)  # L_m^-1, P_m = L_m^-T L_m^-1
-            Y = np.einsum("mde,ne->nmd", inv_chol, Z)
-            V = np.einsum("mde,me->md", inv_chol, U)
-            A = (Y * Y).sum(axis=-1)
-            B = (Y * V[None]).sum(axis=-1)
-            C = (V * V).sum(axis=1)
-            logdet = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
-        b = log_w - 0.5 * (D * np.log(2.0 * np.pi) + logdet + C)
-        with np.errstate(over="ignore"):  # -inf: a component far narrower along x
-            excess = s[:, None] * (s[:, None] * (A - A.min(axis=1, keepdims=True)))
-            joint = b[None, :] + s[:, None] * B - 0.5 * excess
-    top = joint.max(axis=1, keepdims=True)
-    shifted = joint - top
-    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-
-
-compiled_log_responsibilities = jax.jit(log_responsibilities)
-"""``log_responsibilities(mixture, X)`` as one compiled program (run op by op, each of its
-operations is an XLA compilation of its own on the first call)."""
-
-
-# ----------------------------------------------------------------------------- baselines
-
-
-def sample_baseline(X, labels, n_samples: int, *, sigma: float, graph_builder, key,
-                    X_eval=None, harmonic=None):
-    """'sample' of Sec. 4: draw M unlabelled points, solve the harmonic function on the
-    (l + M)-node graph ``graph_builder(X_small)`` (the M drawn with the numpy seed ``key``,
-    required), extend to other points by the Delalleau et
-    al. (2005) formula ``f_j = sum_i w_ij f_i / sum_i w_ij`` over the l + M nodes with
-    ``w_ij = exp(-||x_i - x_j||^2 / (2 sigma^2))`` (computed as a softmax: no underflow).
-
-    ``harmonic(graph, labels, n_classes)`` solves the small graph (default: a dense
-    least-squares harmonic function, robust to numerically disconnected samples; pass
-    ``graphssl.inference.optimize.baselines.harmonic_function`` for the sparse solver).
-    Returns ``(f on all n training points [n, C], f on X_eval or None)``.
-    Raises ValueError for ``sigma <= 0`` (every weight would be ``0 / 0``), a negative
-    ``n_samples``, or labels that are not codes ``-1, 0..C-1`` with one labelled point.
-    """
-    if harmonic is None:
-        harmonic = _dense_harmonic
-    check_real(sigma, "sigma", low=0.0, low_open=True)
-    check_count(n_samples, "n_samples")
-    labels = check_label_codes(labels, np.shape(X)[0], name="labels")
-    if not np.any(labels >= 0):
-        raise ValueError("labels: no labelled point (all -1); label at least one point per "
-                         "class")
-    rng = np.random.default_rng(key)
-    lab = np.flatnonzero(labels >= 0)
-    unl = np.flatnonzero(labels < 0)
-    picked = rng.choice(unl, size=min(n_samples, len(unl)), replace=False)
-    nodes = np.concatenate([lab, picked])
-    small_labels = np.concatenate([labels[lab], -np.ones(len(picked), int)])
-    C = int(labels.max()) + 1
-    f_small = harmonic(graph_builder(np.asarray(X)[nodes]), small_labels, n_classes=C)
-    f_small = np.asarray(f_small, np.float64)
-
-    def extend(Z):
-        Z = np.asarray(Z, np.float64)
-        S = np.asarray(X, np.float64)[nodes]
-        d2 = (Z * Z).sum(1)[:, None] - 2 * Z @ S.T + (S * S).sum(1)[None]
-        logits = -np.maximum(d2, 0) / (2 * sigma**2)
-        P = np.exp(logits - logits.max(1, keepdims=True))
-        return (P / P.sum(1, keepdims=True)) @ f_small
-
-    f_train = extend(X)
-    f_train[nodes] = f_small
-    return f_train, (None if X_eval is None else extend(X_eval))
-
-
-def _dense_harmonic(graph, labels, n_classes):
-    """Harmonic function on a small graph by a least-squares solve of
-    ``L_UU f_U = W_UL f_L``: robust to (numerically) disconnected sampled graphs, where a
-    sparse LU reports an exactly singular factor; unreached nodes get the uniform vector."""
-    W = graph.to_scipy().toarray() if hasattr(graph, "to_scipy") else np.asarray(graph)
-    lab = labels >= 0
-    F = np.zeros((len(labels), n_classes))
-    F[lab] = np.eye(n_classes)[labels[lab]]
-    L = np.diag(W.sum(1)) - W
-    rhs = W[np.ix_(~lab, lab)] @ F[lab]
-    f_u = np.linalg.lstsq(L[np.ix_(~lab, ~lab)], rhs, rcond=1e-12)[0]
-    f_u = np.clip(f_u, 0.0, None)
-    total = f_u.sum(1, keepdims=True)
-    F[~lab] = np.where(total > 1e-12, f_u / np.maximum(total, 1e-300), 1.0 / n_classes)
-    return F
-
-
-def median_threshold(f, threshold=None):
-    """Binary decision at median(f) (Sec. 4.1: classes assumed about equal in size).
-    ``f``: ``[n]`` scores p(y=1|x) or ``[n, 2]``. Returns ``(labels int[n], threshold)``.
-    Raises ValueError for scores of another shape (median thresholding is binary; use
-    :func:`class_mass_normalize` or an argmax for more classes) or non-finite scores."""
-    f = np.asarray(f, np.float64)
-    if f.ndim == 2 and f.shape[1] == 2:
-        f = f[:, 1]
-    elif f.ndim != 1:
-        raise ValueError(f"f: median thresholding is binary and needs scores [n] or [n, 2], "
-                         f"got shape {f.shape}; use class_mass_normalize or an argmax for "
-                         "more classes")
-    if not np.all(np.isfinite(f)):
-        raise ValueError(f"f: {int(np.sum(~np.isfinite(f)))} scores are NaN or inf; "
-                         "threshold finite scores only")
-    t = float(np.median(f)) if threshold is None else float(threshold)
-    return (f > t).astype(int), t
-
-
-def class_mass_normalize(F, class_prior):
-    """Class mass normalisation (Zhu et al. 2003) as a decision: the argmax of each row of
-    ``F [n, C]`` after :func:`~graphssl.inference.optimize.baselines.propagation.\
-class_mass_normalization` (the library's one implementation) with every row unlabelled
-    and ``class_prior [C]``.
-    Returns ``int[n]``. Raises ValueError for scores that are not a finite ``[n, C]`` array
-    (an all-NaN row has no argmax)."""
-    F = np.asarray(F, np.float64)
-    if F.ndim != 2 or not np.all(np.isfinite(F)):
-        raise ValueError(f"F: finite scores [n, C] needed, got shape {F.shape}"
-                         + ("" if F.ndim != 2 else
-                            f" with {int(np.sum(~np.all(np.isfinite(F), axis=1)))} rows "
-                            "holding NaN or inf"))
-    scores = class_mass_normalization(F, np.zeros(0, dtype=np.int64), class_prior)
-    return np.argmax(scores, axis=1)
