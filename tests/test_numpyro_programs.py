@@ -573,3 +573,16 @@ def test_the_hidden_potts_program_names_non_finite_features():
     x[3] = np.nan
     with pytest.raises(ValueError, match=r"^x: 1 feature values are NaN or inf"):
         numpyro.handlers.seed(hidden_potts_program, 0)(x, GRAPH, LABELS, 2)
+
+
+def test_the_hidden_potts_priors_keep_a_scale_for_constant_features():
+    """Constant ``x`` made the priors' scale ``std(x) + 1e-12``: sigma ~ HalfNormal(1e-12),
+    and NUTS kept sigma at one value in every draw. Constant features now read as scale 1."""
+    x = np.full(8, 3.0)
+    trace = numpyro.handlers.trace(numpyro.handlers.seed(hidden_potts_program, 0)).get_trace(
+        x, GRAPH, LABELS, 2)
+    assert float(trace["sigma"]["fn"].scale) == 1.0
+    assert float(np.min(trace["means"]["fn"].base_dist.base_dist.scale)) == 2.0
+    varying = numpyro.handlers.trace(numpyro.handlers.seed(hidden_potts_program, 0)).get_trace(
+        np.linspace(0.0, 1.0, 8), GRAPH, LABELS, 2)
+    assert float(varying["sigma"]["fn"].scale) == pytest.approx(np.std(np.linspace(0, 1, 8)))

@@ -127,7 +127,8 @@ def hidden_potts_program(x, graph, labels=None, n_classes: int = 2, *, beta=1.0,
     """Hidden Potts model: a Potts prior over labels, class-conditional Gaussian features.
 
     ``y ~ Potts(beta W)`` clamped at the labelled nodes; ``mu_c ~ N(mean(x), mean_scale^2)``
-    (default ``mean_scale = 2 std(x)``); ``sigma ~ HalfNormal(std(x))`` unless given;
+    (default ``mean_scale = 2 std(x)``); ``sigma ~ HalfNormal(std(x))`` unless given (``std(x)``
+    read as 1 for constant features);
     ``x_i | y_i ~ N(mu_{y_i}, sigma^2 I)``. The features enter the labels' conditional as
     evidence ``log N(x_i | mu_c, sigma)`` node by node; NUTS samples ``mu`` and ``sigma``.
     ``x``: float[n] or float[n, D].
@@ -147,7 +148,10 @@ def hidden_potts_program(x, graph, labels=None, n_classes: int = 2, *, beta=1.0,
     if labels is not None:
         labels = _label_codes(labels, graph.n_nodes, n_classes)
     n, D = x.shape
-    center, spread = jnp.mean(x, 0), jnp.std(x) + 1e-12
+    # the priors' scale: the features' spread, or 1 for constant features (a 1e-12 floor
+    # made sigma's prior HalfNormal(1e-12): sigma stuck at one value in every draw)
+    std = jnp.std(x)
+    center, spread = jnp.mean(x, 0), jnp.where(std > 0, std, 1.0)
     scale = 2.0 * spread if mean_scale is None else mean_scale
     means = jnp.asarray(numpyro.sample(  # jnp: a conditioned value may be a NumPy array
         "means", dist.Normal(center, scale).expand([n_classes, D]).to_event(2)))
